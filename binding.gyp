@@ -1,0 +1,43 @@
+# CPU-only fallback build of the hotpath addon for machines without CMake
+# (`node-gyp rebuild` -> build/Release/hotpath_native.node). CMakeLists.txt is
+# authoritative: it builds the same sources plus the CUDA backend. Keep the
+# source lists in sync; test/native checks both builds behave the same.
+{
+  'variables': {
+    'hotpath_version': '<!(node -p "require(\'./package.json\').version")',
+  },
+  'targets': [
+    {
+      'target_name': 'hotpath_native',
+      'sources': [
+        'native/common/build_info.cc',
+        'native/common/status.cc',
+        'native/device/device_info.cc',
+        'native/device/host_memory.cc',
+        'native/napi/addon.cc',
+        'native/napi/addon_data.cc',
+        'native/napi/build_info_binding.cc',
+        'native/napi/device_binding.cc',
+        'native/napi/result_js.cc',
+      ],
+      'include_dirs': ['native'],
+      # C++ exceptions on, as in the CMake build (NODE_ADDON_API_CPP_EXCEPTIONS
+      # and _ALL, so a std::exception in a binding becomes a JS error).
+      'dependencies': [
+        "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except_all",
+      ],
+      'defines': [
+        'NAPI_VERSION=8',
+        'NODE_ADDON_API_DISABLE_DEPRECATED',
+        'HOTPATH_VERSION="<(hotpath_version)"',
+        'HOTPATH_BUILD_SYSTEM="gyp"',
+      ],
+      'cflags_cc!': ['-std=gnu++17', '-std=gnu++20'],
+      'cflags_cc': ['-std=c++20', '-Wall', '-Wextra', '-fvisibility=hidden'],
+      'xcode_settings': {
+        'CLANG_CXX_LANGUAGE_STANDARD': 'c++20',
+        'GCC_SYMBOLS_PRIVATE_EXTERN': 'YES',
+      },
+    },
+  ],
+}

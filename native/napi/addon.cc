@@ -1,0 +1,25 @@
+// hotpath_native module entry: a registry. It installs the per-environment
+// state and registers each binding's exports; all logic lives in native/common,
+// native/device (and later native/arena, native/batcher), all translation in
+// the *_binding.cc files next to this one.
+//
+// Runs once per environment (main thread and each worker thread).
+#include <napi.h>
+
+#include "napi/addon_data.h"
+#include "napi/build_info_binding.h"
+#include "napi/device_binding.h"
+
+namespace {
+
+// NODE_API_MODULE needs a plain identifier, hence file scope.
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  hotpath::napi::AddonData::Install(env);
+  hotpath::napi::RegisterBuildInfoBinding(env, exports);
+  hotpath::napi::RegisterDeviceBinding(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(hotpath_native, Init)

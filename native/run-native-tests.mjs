@@ -1,0 +1,114 @@
+// Native test runner; `npm test` runs it before vitest.
+//
+// Steps (each in its own build directory, incremental, -j2):
+//   ctest:default  build-tests/default  CUDA backend if nvcc is found
+//   ctest:cpu      build-tests/cpu      -DHOTPATH_CUDA=OFF
+//   ctest:asan     build-tests/asan     CPU-only, ASan+UBSan, Debug (asserts on)
+//   addon:cmake    build-cmake/Release  the cmake-js addon vitest loads first
+//   addon:gyp      build/Release        the node-gyp addon vitest also tests
+// CTest tests labelled "gpu" exit 77 without a device and count as skipped.
+// Warnings are errors in every step except addon:gyp (node-gyp's own flags).
+//
+// Usage: node native/run-native-tests.mjs [step ...]   (default: all steps)
+// Every step runs even after a failure; the exit code is 1 if any failed, and
+// the failed steps' output is printed after the results table.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+import { buildCmakeAddon, buildGypAddon, findCmake, jobs, probeAddon, addonPaths, root, run, tail } from './build-common.mjs';
+
+const sanitizerEnv = {
+  ASAN_OPTIONS: 'detect_leaks=1:protect_shadow_gap=0',
+  UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
+};
+
+const ctestSteps = {
+  'ctest:default': { dir: 'build-tests/default', defines: ['-DCMAKE_BUILD_TYPE=Release'] },
+  'ctest:cpu': { dir: 'build-tests/cpu', defines: ['-DCMAKE_BUILD_TYPE=Release', '-DHOTPATH_CUDA=OFF'] },
+  'ctest:asan': {
+    dir: 'build-tests/asan',
+    defines: ['-DCMAKE_BUILD_TYPE=Debug', '-DHOTPATH_CUDA=OFF', '-DHOTPATH_SANITIZE=ON'],
+    env: sanitizerEnv,
+  },
+};
+
+const allSteps = [...Object.keys(ctestSteps), 'addon:cmake', 'addon:gyp'];
+const requested = process.argv.slice(2);
+const unknown = requested.filter((s) => !allSteps.includes(s));
+if (unknown.length > 0) {
+  console.error(`unknown step(s): ${unknown.join(', ')}; steps are ${allSteps.join(', ')}`);
+  process.exit(2);
+}
+const steps = requested.length > 0 ? allSteps.filter((s) => requested.includes(s)) : allSteps;
+
+const ninja = spawnSync('ninja', ['--version']).status === 0;
+
+/** Summarises ctest output: "4 tests: 3 passed, 1 skipped". */
+function ctestSummary(output) {
+  const total = /tests passed, (\d+) tests failed out of (\d+)/.exec(output);
+  if (!total) return 'no ctest summary';
+  const failed = Number(total[1]);
+  const count = Number(total[2]);
+  const skippedNames = [...output.matchAll(/\d+ - (\S+) \(Skipped\)/g)].map((m) => m[1]);
+  const skipped = skippedNames.length;
+  const parts = [`${count - failed - skipped} passed`];
+  if (skipped) parts.push(`${skipped} skipped (${skippedNames.join(', ')})`);
+  if (failed) parts.push(`${failed} FAILED`);
+  return `${count} tests: ${parts.join(', ')}`;
+}
+
+function ctestStep({ dir, defines, env = {} }) {
+  const buildDir = path.join(root, dir);
+  let output = '';
+  if (!existsSync(path.join(buildDir, 'CMakeCache.txt'))) {
+    const generator = ninja ? ['-G', 'Ninja'] : [];
+    const configure = run('cmake', ['-S', root, '-B', buildDir, ...generator, '-DHOTPATH_BUILD_TESTS=ON', '-DHOTPATH_WERROR=ON', ...defines]);
+    output += configure.output;
+    if (!configure.ok) return { ...configure, output, detail: 'configure failed' };
+  }
+  const build = run('cmake', ['--build', buildDir, '--parallel', jobs]);
+  output += build.output;
+  if (!build.ok) return { ...build, output, detail: 'build failed' };
+  const test = run('ctest', ['--test-dir', buildDir, '--output-on-failure', '--parallel', jobs], { env });
+  output += test.output;
+  return { ...test, output, detail: ctestSummary(test.output) };
+}
+
+function addonStep(kind) {
+  const result = kind === 'cmake' ? buildCmakeAddon({ cuda: 'AUTO', defines: ['HOTPATH_WERROR=ON'] }) : buildGypAddon({ clean: false });
+  if (!result.ok) return { ...result, detail: 'build failed' };
+  const probe = probeAddon(addonPaths[kind]);
+  if (!probe.ok) return { ok: false, output: result.output, why: probe.why, detail: 'does not load' };
+  const cuda = probe.info.cudaCompiledIn ? 'CUDA compiled in' : 'CPU-only';
+  return { ...result, detail: `${addonPaths[kind]} (${cuda})` };
+}
+
+if (!findCmake()) {
+  console.error('run-native-tests: cmake not found on PATH; the native tests need CMake >= 3.24');
+  process.exit(1);
+}
+
+const results = [];
+const startedAll = Date.now();
+for (const step of steps) {
+  process.stdout.write(`native: ${step} ...`);
+  const started = Date.now();
+  const result = step.startsWith('ctest:') ? ctestStep(ctestSteps[step]) : addonStep(step.slice('addon:'.length));
+  const seconds = (Date.now() - started) / 1000;
+  results.push({ step, seconds, ...result });
+  process.stdout.write(` ${result.ok ? 'ok' : 'FAILED'} (${seconds.toFixed(1)}s)\n`);
+}
+
+const width = Math.max(...results.map((r) => r.step.length));
+console.log('\nnative results');
+for (const r of results) {
+  console.log(`  ${r.step.padEnd(width)}  ${(r.ok ? 'ok' : 'FAIL').padEnd(4)}  ${r.seconds.toFixed(1).padStart(5)}s  ${r.detail}`);
+}
+console.log(`  total ${((Date.now() - startedAll) / 1000).toFixed(1)}s`);
+
+const failed = results.filter((r) => !r.ok);
+for (const r of failed) {
+  console.error(`\n--- ${r.step} failed: ${r.why} ---\n${tail(r.output, 60)}`);
+}
+process.exit(failed.length > 0 ? 1 : 0);

@@ -1,0 +1,160 @@
+#!/usr/bin/env node
+/**
+ * The `hotpath` command line.
+ *
+ *   hotpath serve --model-repository DIR [--grpc-port 8001] [--http-port 8000]
+ *
+ * Triton's default ports are the defaults here. Validation of the flags lives
+ * in `parseServeOptions`, with one message format per flag.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { LevelWithSilent } from 'pino';
+import { createRootLogger } from './observability/logger.js';
+import { HotpathServer } from './server/hotpath-server.js';
+
+const USAGE = `usage: hotpath serve --model-repository DIR [options]
+
+options:
+  --model-repository DIR       Triton-layout model repository (required)
+  --host HOST                  address to bind (default 0.0.0.0)
+  --grpc-port N                KServe V2 / Triton gRPC port (default 8001; 0 = any free port)
+  --http-port N                HTTP health port (default 8000; 0 = any free port; -1 = off)
+  --metrics-port N             reserved for the metrics endpoint (default 8002)
+  --intra-op-threads N         onnxruntime intra-op threads per worker (default 1)
+  --model-load-concurrency N   models loaded at once (default 2)
+  --log-level LEVEL            trace|debug|info|warn|error|fatal|silent (default info)
+  --enable-fault-injection     honour test-only fault hooks (never in production)
+`;
+
+export interface ServeOptions {
+  modelRepository: string;
+  host: string;
+  grpcPort: number;
+  httpPort: number;
+  metricsPort: number;
+  intraOpThreads: number;
+  modelLoadConcurrency: number;
+  logLevel: LevelWithSilent;
+  faultInjection: boolean;
+}
+
+const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+export function parseServeOptions(argv: string[]): ServeOptions {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      'model-repository': { type: 'string' },
+      host: { type: 'string', default: '0.0.0.0' },
+      'grpc-port': { type: 'string', default: '8001' },
+      'http-port': { type: 'string', default: '8000' },
+      'metrics-port': { type: 'string', default: '8002' },
+      'intra-op-threads': { type: 'string', default: '1' },
+      'model-load-concurrency': { type: 'string', default: '2' },
+      'log-level': { type: 'string', default: 'info' },
+      'enable-fault-injection': { type: 'boolean', default: false },
+    },
+  });
+  const repository = values['model-repository'];
+  if (!repository) throw new UsageError('--model-repository is required');
+  const level = values['log-level'] as LevelWithSilent;
+  if (!LOG_LEVELS.includes(level)) {
+    throw new UsageError(`--log-level: expected one of ${LOG_LEVELS.join('|')}, got '${level}'`);
+  }
+  return {
+    modelRepository: path.resolve(repository),
+    host: values.host as string,
+    grpcPort: integerFlag('--grpc-port', values['grpc-port'] as string, 0, 65535),
+    httpPort: integerFlag('--http-port', values['http-port'] as string, -1, 65535),
+    metricsPort: integerFlag('--metrics-port', values['metrics-port'] as string, -1, 65535),
+    intraOpThreads: integerFlag('--intra-op-threads', values['intra-op-threads'] as string, 1, 1024),
+    modelLoadConcurrency: integerFlag('--model-load-concurrency', values['model-load-concurrency'] as string, 1, 64),
+    logLevel: level,
+    faultInjection: values['enable-fault-injection'] as boolean,
+  };
+}
+
+class UsageError extends Error {}
+
+function integerFlag(flag: string, raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new UsageError(`${flag}: expected an integer in ${min}..${max}, got '${raw}'`);
+  }
+  return value;
+}
+
+function packageVersion(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [path.join(here, '..', 'package.json'), path.join(here, '..', '..', 'package.json')]) {
+    try {
+      return (JSON.parse(readFileSync(candidate, 'utf8')) as { version: string }).version;
+    } catch {
+      // try the next location: src/ under vitest, dist/src/ when compiled
+    }
+  }
+  return '0.0.0';
+}
+
+async function serve(argv: string[]): Promise<void> {
+  const options = parseServeOptions(argv);
+  const logger = createRootLogger(options.logLevel);
+  const server = new HotpathServer({
+    modelRepository: options.modelRepository,
+    host: options.host,
+    grpcPort: options.grpcPort,
+    httpPort: options.httpPort,
+    intraOpThreads: options.intraOpThreads,
+    modelLoadConcurrency: options.modelLoadConcurrency,
+    faultInjection: options.faultInjection,
+    serverName: 'hotpath',
+    serverVersion: packageVersion(),
+    logger,
+  });
+  if (options.faultInjection) logger.warn('fault injection is enabled: test-only hooks are honoured');
+  let signals = 0;
+  const shutdown = (signal: string) => {
+    signals += 1;
+    if (signals > 1) process.exit(1);
+    logger.info({ signal }, 'shutting down');
+    server.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  const ports = await server.start();
+  // One machine-readable line for harnesses that start the server on port 0.
+  logger.info({ grpc_port: ports.grpc, http_port: ports.http, ready: server.isReady() }, 'hotpath serving');
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === 'serve') return serve(rest);
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  throw new UsageError(command ? `unknown command '${command}'` : 'missing command');
+}
+
+const invokedDirectly = process.argv[1] !== undefined &&
+  path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invokedDirectly || process.argv[1]?.endsWith('/hotpath')) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    if (err instanceof UsageError || (err instanceof Error && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+      process.stderr.write(`hotpath: ${err.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    process.stderr.write(`hotpath: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,23 @@
+/**
+ * The one error type for a model configuration that cannot be used: a syntax
+ * error in config.pbtxt, an invalid value, or a disagreement between the
+ * config and the ONNX model. It carries where (file and, when known, line) and
+ * why, so the repository can report it on the model's index entry and in the
+ * load failure without reparsing the message.
+ */
+export class ModelConfigError extends Error {
+  override readonly name = 'ModelConfigError';
+
+  /**
+   * @param file   the config file (or model directory, for auto-completed configs)
+   * @param line   1-based line in `file`; undefined when the problem has no single line
+   * @param reason what is wrong, naming the field, the expected and the actual value
+   */
+  constructor(
+    readonly file: string,
+    readonly line: number | undefined,
+    readonly reason: string,
+  ) {
+    super(line === undefined ? `${file}: ${reason}` : `${file}:${line}: ${reason}`);
+  }
+}

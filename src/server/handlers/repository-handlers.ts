@@ -1,0 +1,67 @@
+/**
+ * Repository and statistics RPCs: index, load, unload, per-version statistics.
+ */
+import { create } from '@bufbuild/protobuf';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import {
+  ModelStatisticsResponseSchema,
+  RepositoryIndexResponseSchema,
+  RepositoryModelLoadResponseSchema,
+  RepositoryModelUnloadResponseSchema,
+  type ModelRepositoryParameter,
+  type ModelStatisticsRequest,
+  type RepositoryIndexRequest,
+  type RepositoryModelLoadRequest,
+  type RepositoryModelUnloadRequest,
+} from '../../generated/grpc_service_pb.js';
+import type { ModelManager } from '../../repository/model-manager.js';
+import { invalidArgument, notFound } from '../../common/serving-error.js';
+import { unary } from '../unary.js';
+
+export function repositoryHandlers(models: ModelManager): UntypedServiceImplementation {
+  return {
+    RepositoryIndex: unary(async (request: RepositoryIndexRequest) => {
+      const entries = await models.index(request.ready);
+      return create(RepositoryIndexResponseSchema, { models: entries });
+    }),
+    RepositoryModelLoad: unary(async (request: RepositoryModelLoadRequest) => {
+      refuseParameters('RepositoryModelLoad', request.parameters);
+      requireModelName(request.modelName);
+      await models.load(request.modelName);
+      return create(RepositoryModelLoadResponseSchema, {});
+    }),
+    RepositoryModelUnload: unary(async (request: RepositoryModelUnloadRequest) => {
+      // `unload_dependents` concerns ensembles, which hotpath does not have: accepted and moot.
+      const { unload_dependents: _ignored, ...rest } = request.parameters;
+      refuseParameters('RepositoryModelUnload', rest);
+      requireModelName(request.modelName);
+      await models.unload(request.modelName);
+      return create(RepositoryModelUnloadResponseSchema, {});
+    }),
+    ModelStatistics: unary((request: ModelStatisticsRequest) => {
+      if (request.name !== '' && !models.isKnown(request.name)) {
+        throw notFound(`model '${request.name}' is not found`);
+      }
+      let versions = models.versions(request.name || undefined);
+      if (request.version !== '') {
+        versions = versions.filter((v) => v.versionLabel === request.version);
+        if (versions.length === 0) throw notFound(`model '${request.name}' version ${request.version} is not found`);
+      }
+      return create(ModelStatisticsResponseSchema, {
+        modelStats: versions.map((v) => v.statistics.toProto(v.modelName, v.versionLabel)),
+      });
+    }),
+  };
+}
+
+function requireModelName(name: string): void {
+  if (name === '') throw invalidArgument('model_name is empty; expected the name of a model in the repository');
+}
+
+/** Config and file overrides on load are not supported yet; say so instead of ignoring them. */
+function refuseParameters(rpc: string, parameters: Record<string, ModelRepositoryParameter>): void {
+  const keys = Object.keys(parameters);
+  if (keys.length > 0) {
+    throw invalidArgument(`${rpc}: parameter${keys.length > 1 ? 's' : ''} ${keys.map((k) => `'${k}'`).join(', ')} not supported; expected none`);
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Server- and model-level query RPCs: liveness, readiness, metadata, config.
+ */
+import { create } from '@bufbuild/protobuf';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import {
+  ModelConfigResponseSchema,
+  ModelMetadataResponseSchema,
+  ModelReadyResponseSchema,
+  ServerLiveResponseSchema,
+  ServerMetadataResponseSchema,
+  ServerReadyResponseSchema,
+  type ModelConfigRequest,
+  type ModelMetadataRequest,
+  type ModelReadyRequest,
+} from '../../generated/grpc_service_pb.js';
+import type { ModelManager } from '../../repository/model-manager.js';
+import { ServingError } from '../../common/serving-error.js';
+import { externalShape } from '../model-signature.js';
+import { unary } from '../unary.js';
+
+export interface ServerIdentity {
+  readonly name: string;
+  readonly version: string;
+  /** Readiness of the whole server (models loaded, not draining). */
+  readonly isReady: () => boolean;
+}
+
+/** KServe / Triton protocol extensions this server implements. */
+export const SERVER_EXTENSIONS = ['model_repository', 'model_configuration', 'statistics', 'parameters'];
+
+export function serverHandlers(models: ModelManager, server: ServerIdentity): UntypedServiceImplementation {
+  return {
+    ServerLive: unary(() => create(ServerLiveResponseSchema, { live: true })),
+    ServerReady: unary(() => create(ServerReadyResponseSchema, { ready: server.isReady() })),
+    ServerMetadata: unary(() =>
+      create(ServerMetadataResponseSchema, {
+        name: server.name,
+        version: server.version,
+        extensions: SERVER_EXTENSIONS,
+      }),
+    ),
+    ModelReady: unary((request: ModelReadyRequest) => {
+      try {
+        return create(ModelReadyResponseSchema, { ready: models.resolve(request.name, request.version).state === 'READY' });
+      } catch (err) {
+        // Known-but-not-ready answers false; an unknown model or version is an error, as in Triton.
+        if (err instanceof ServingError && models.isKnown(request.name) && err.code !== 5 /* NOT_FOUND */) {
+          return create(ModelReadyResponseSchema, { ready: false });
+        }
+        throw err;
+      }
+    }),
+    ModelMetadata: unary((request: ModelMetadataRequest) => {
+      const version = models.resolve(request.name, request.version);
+      const signature = version.signature;
+      const tensor = (spec: (typeof signature.inputs)[number]) => ({
+        name: spec.name,
+        datatype: spec.datatype,
+        shape: externalShape(signature, spec).map((dim) => BigInt(dim)),
+      });
+      return create(ModelMetadataResponseSchema, {
+        name: request.name,
+        versions: models.readyVersions(request.name).map((v) => v.versionLabel),
+        platform: version.config.platform || 'onnxruntime_onnx',
+        inputs: signature.inputs.map(tensor),
+        outputs: signature.outputs.map(tensor),
+      });
+    }),
+    ModelConfig: unary((request: ModelConfigRequest) => {
+      const version = models.resolve(request.name, request.version);
+      return create(ModelConfigResponseSchema, { config: version.config });
+    }),
+  };
+}

@@ -1,0 +1,27 @@
+// Which addon builds exist in this checkout, for the native test files.
+// `npm test` runs native/run-native-tests.mjs first, which builds both; a
+// build that is missing is reported as a skipped test, never as a pass.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface AddonBuild {
+  readonly kind: 'cmake' | 'gyp';
+  readonly path: string;
+  readonly present: boolean;
+}
+
+export const addonBuilds: readonly AddonBuild[] = (
+  [
+    ['cmake', 'build-cmake/Release/hotpath_native.node'],
+    ['gyp', 'build/Release/hotpath_native.node'],
+  ] as const
+).map(([kind, relative]) => {
+  const file = path.join(repoRoot, relative);
+  return { kind, path: file, present: existsSync(file) };
+});
+
+/** No NVIDIA device node: the CUDA runtime cannot see a GPU here. */
+export const noGpu = !existsSync('/dev/nvidia0');
