@@ -150,7 +150,9 @@ function rawPayload(name: string, spec: TensorSpec, dims: number[], count: numbe
       if (err instanceof BytesFormatError) throw invalidArgument(`input '${name}': malformed BYTES: ${err.message}`);
       throw err;
     }
-    return { name, type: 'string', dims, data: bytes.slice() };
+    // An owned copy: `bytes` is a view into the request buffer (a Buffer, whose
+    // slice() would not copy), and the copy's buffer is transferred to the worker.
+    return { name, type: 'string', dims, data: new Uint8Array(bytes) };
   }
   const expectedBytes = count * wireTypeInfo(spec.datatype).size;
   if (bytes.byteLength !== expectedBytes) {

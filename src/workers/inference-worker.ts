@@ -14,6 +14,7 @@ import { Piscina } from 'piscina';
 import * as ort from 'onnxruntime-node';
 import { decodeBytesTensor, encodeBytesTensor } from '../tensor/bytes-codec.js';
 import { elementCount } from '../tensor/shape.js';
+import { useUint16ArrayForFloat16 } from './ort-float16.js';
 import type { NumericArray, OrtTensorType } from '../tensor/wire-types.js';
 import {
   epochMs,
@@ -27,6 +28,8 @@ import {
 } from './worker-protocol.js';
 
 const init = Piscina.workerData as WorkerInitData;
+
+useUint16ArrayForFloat16();
 
 const session = await ort.InferenceSession.create(init.modelPath, {
   intraOpNumThreads: init.intraOpThreads,

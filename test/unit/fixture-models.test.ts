@@ -8,8 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useUint16ArrayForFloat16 } from '../../src/workers/ort-float16.js';
 import { TRITON_DATATYPES, type TritonDatatype } from '../../models/lib/datatypes.js';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
+
+// Same float16 representation as the inference workers use (see ort-float16.ts).
+useUint16ArrayForFloat16();
 
 let repo: string;
 

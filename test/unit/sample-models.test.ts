@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useUint16ArrayForFloat16 } from '../../src/workers/ort-float16.js';
 import type { DenseLayer } from '../../models/lib/mlp.js';
 import {
   ctrMlpLayers,
@@ -21,6 +22,9 @@ import {
 } from '../../models/lib/sample-models.js';
 import { SeededRandom } from '../../models/lib/seeded-random.js';
 import type { TreeEnsemble } from '../../models/lib/tree-ensemble.js';
+
+// Same float16 representation as the inference workers use (see ort-float16.ts).
+useUint16ArrayForFloat16();
 
 const TOLERANCE = 1e-4;
 
