@@ -22,11 +22,19 @@ options:
   --host HOST                  address to bind (default 0.0.0.0)
   --grpc-port N                KServe V2 / Triton gRPC port (default 8001; 0 = any free port)
   --http-port N                HTTP health port (default 8000; 0 = any free port; -1 = off)
-  --metrics-port N             reserved for the metrics endpoint (default 8002)
+  --metrics-port N             Prometheus GET /metrics port (default 8002; 0 = any free port; -1 = off)
   --intra-op-threads N         onnxruntime intra-op threads per worker (default 1)
-  --model-load-concurrency N   models loaded at once (default 2)
+  --model-load-concurrency N   models loaded and warmed at once (default 2)
+  --no-default-warmup          skip the default warm-up of models without model_warmup
+  --access-log-sample-rate R   fraction of successful requests access-logged, 0..1 (default 0.01);
+                               failed requests are always logged
+  --drain-delay S              on SIGTERM/SIGINT, seconds between turning unready and
+                               refusing new calls (default 5)
+  --drain-timeout S            seconds in-flight requests get to finish after that (default 30)
   --log-level LEVEL            trace|debug|info|warn|error|fatal|silent (default info)
   --enable-fault-injection     honour test-only fault hooks (never in production)
+
+signals: SIGTERM or SIGINT drains and exits 0; a second signal exits at once (code 1).
 `;
 
 export interface ServeOptions {
@@ -37,6 +45,10 @@ export interface ServeOptions {
   metricsPort: number;
   intraOpThreads: number;
   modelLoadConcurrency: number;
+  defaultWarmup: boolean;
+  accessLogSampleRate: number;
+  drainDelayMs: number;
+  drainTimeoutMs: number;
   logLevel: LevelWithSilent;
   faultInjection: boolean;
 }
@@ -55,6 +67,10 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'metrics-port': { type: 'string', default: '8002' },
       'intra-op-threads': { type: 'string', default: '1' },
       'model-load-concurrency': { type: 'string', default: '2' },
+      'no-default-warmup': { type: 'boolean', default: false },
+      'access-log-sample-rate': { type: 'string', default: '0.01' },
+      'drain-delay': { type: 'string', default: '5' },
+      'drain-timeout': { type: 'string', default: '30' },
       'log-level': { type: 'string', default: 'info' },
       'enable-fault-injection': { type: 'boolean', default: false },
     },
@@ -73,6 +89,10 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     metricsPort: integerFlag('--metrics-port', values['metrics-port'] as string, -1, 65535),
     intraOpThreads: integerFlag('--intra-op-threads', values['intra-op-threads'] as string, 1, 1024),
     modelLoadConcurrency: integerFlag('--model-load-concurrency', values['model-load-concurrency'] as string, 1, 64),
+    defaultWarmup: !(values['no-default-warmup'] as boolean),
+    accessLogSampleRate: numberFlag('--access-log-sample-rate', values['access-log-sample-rate'] as string, 0, 1),
+    drainDelayMs: Math.round(numberFlag('--drain-delay', values['drain-delay'] as string, 0, 3600) * 1000),
+    drainTimeoutMs: Math.round(numberFlag('--drain-timeout', values['drain-timeout'] as string, 0, 3600) * 1000),
     logLevel: level,
     faultInjection: values['enable-fault-injection'] as boolean,
   };
@@ -84,6 +104,14 @@ function integerFlag(flag: string, raw: string, min: number, max: number): numbe
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new UsageError(`${flag}: expected an integer in ${min}..${max}, got '${raw}'`);
+  }
+  return value;
+}
+
+function numberFlag(flag: string, raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max) {
+    throw new UsageError(`${flag}: expected a number in ${min}..${max}, got '${raw}'`);
   }
   return value;
 }
@@ -102,38 +130,51 @@ function packageVersion(): string {
 
 async function serve(argv: string[]): Promise<void> {
   const options = parseServeOptions(argv);
-  const logger = createRootLogger(options.logLevel);
+  const root = createRootLogger(options.logLevel);
+  const logger = root.child({ component: 'cli' });
   const server = new HotpathServer({
     modelRepository: options.modelRepository,
     host: options.host,
     grpcPort: options.grpcPort,
     httpPort: options.httpPort,
+    metricsPort: options.metricsPort,
     intraOpThreads: options.intraOpThreads,
     modelLoadConcurrency: options.modelLoadConcurrency,
+    defaultWarmup: options.defaultWarmup,
+    accessLogSampleRate: options.accessLogSampleRate,
+    drainDelayMs: options.drainDelayMs,
+    drainTimeoutMs: options.drainTimeoutMs,
     faultInjection: options.faultInjection,
     serverName: 'hotpath',
     serverVersion: packageVersion(),
-    logger,
+    logger: root,
   });
   if (options.faultInjection) logger.warn('fault injection is enabled: test-only hooks are honoured');
   let signals = 0;
   const shutdown = (signal: string) => {
     signals += 1;
-    if (signals > 1) process.exit(1);
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting without waiting for the drain');
+      process.exit(1);
+    }
     logger.info({ signal }, 'shutting down');
-    server.stop().then(
+    server.drain().then(
       () => process.exit(0),
       (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
+        logger.error({ error: err instanceof Error ? err.message : String(err) }, 'shutdown failed');
         process.exit(1);
       },
     );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  const ports = await server.start();
+  const ports = await server.listen();
+  await server.loadModels();
   // One machine-readable line for harnesses that start the server on port 0.
-  logger.info({ grpc_port: ports.grpc, http_port: ports.http, ready: server.isReady() }, 'hotpath serving');
+  logger.info(
+    { grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics, ready: server.isReady() },
+    'hotpath serving',
+  );
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -12,6 +12,7 @@ import {
   type StatisticDuration,
 } from '../generated/grpc_service_pb.js';
 import type { WorkerTiming } from '../workers/worker-protocol.js';
+import { FAILURE_REASONS, type FailureReason } from '../observability/metric-names.js';
 
 interface Duration {
   count: number;
@@ -19,6 +20,20 @@ interface Duration {
 }
 
 const zero = (): Duration => ({ count: 0, ns: 0 });
+
+/** Cumulative values as the metrics endpoint reads them at scrape time. */
+export interface StatisticsSnapshot {
+  readonly successCount: number;
+  readonly failureCounts: Readonly<Record<FailureReason, number>>;
+  readonly inferenceCount: number;
+  readonly executionCount: number;
+  /** Receipt to response, successful and failed requests. */
+  readonly requestNs: number;
+  readonly queueNs: number;
+  readonly computeInputNs: number;
+  readonly computeInferNs: number;
+  readonly computeOutputNs: number;
+}
 
 export class InferenceStatistics {
   private readonly success = zero();
@@ -31,6 +46,7 @@ export class InferenceStatistics {
   private inferenceCount = 0;
   private executionCount = 0;
   private lastInferenceMs = 0;
+  private readonly failureCounts = Object.fromEntries(FAILURE_REASONS.map((r) => [r, 0])) as Record<FailureReason, number>;
 
   /** One request answered successfully; `totalNs` spans receipt to response. */
   recordSuccess(batchSize: number, totalNs: number, timing: WorkerTiming): void {
@@ -56,9 +72,24 @@ export class InferenceStatistics {
     add(entry.output, timing.computeOutputNs);
   }
 
-  recordFailure(totalNs: number): void {
+  recordFailure(totalNs: number, reason: FailureReason): void {
     add(this.fail, totalNs);
+    this.failureCounts[reason] += 1;
     this.lastInferenceMs = Date.now();
+  }
+
+  snapshot(): StatisticsSnapshot {
+    return {
+      successCount: this.success.count,
+      failureCounts: { ...this.failureCounts },
+      inferenceCount: this.inferenceCount,
+      executionCount: this.executionCount,
+      requestNs: this.success.ns + this.fail.ns,
+      queueNs: this.queue.ns,
+      computeInputNs: this.computeInput.ns,
+      computeInferNs: this.computeInfer.ns,
+      computeOutputNs: this.computeOutput.ns,
+    };
   }
 
   toProto(name: string, version: string): ModelStatistics {

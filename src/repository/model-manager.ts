@@ -12,14 +12,18 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { DataType, type ModelConfig } from '../generated/model_config_pb.js';
+import { status } from '@grpc/grpc-js';
 import { invalidArgument, notFound, unavailable, ServingError, internal } from '../common/serving-error.js';
+import { Semaphore } from '../common/semaphore.js';
 import { ModelPool } from '../workers/model-pool.js';
 import type { ModelIoDescription } from '../workers/worker-protocol.js';
 import { completeModelConfig, type TensorInfo } from './config-autocomplete.js';
 import { ortTypeToDataType } from './datatypes.js';
 import { ModelConfigError, parseModelConfigText, validateModelConfig } from './model-config.js';
+import { GoldenCheckError, loadGoldenCases, runGoldenChecks } from './golden-check.js';
 import { ModelVersion } from './model-version.js';
 import { selectVersions } from './version-policy.js';
+import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
 
 export interface ModelManagerOptions {
   readonly repository: string;
@@ -28,6 +32,8 @@ export interface ModelManagerOptions {
   readonly faultInjection: boolean;
   /** Models loaded and warmed at once, so a burst of loads cannot starve serving. */
   readonly loadConcurrency: number;
+  /** Run the default warm-up (batch 1 and max_batch_size) for models without `model_warmup`. */
+  readonly defaultWarmup: boolean;
   readonly logger: Logger;
   /** Called after any model's readiness may have changed (health endpoints follow it). */
   readonly onStateChange?: () => void;
@@ -48,9 +54,14 @@ const CONFIG_FILENAME = 'config.pbtxt';
 
 /** Book-keeping for one model directory. */
 interface ModelRecord {
+  /** The versions that serve (READY) or are draining (UNLOADING). */
   versions: Map<number, ModelVersion>;
+  /** Versions of a load in progress (LOADING), shown in the index until they serve or fail. */
+  loading: ModelVersion[];
   state: ModelState;
   reason: string;
+  /** The version a failed load failed on, when the failure was version-specific ('' otherwise). */
+  reasonVersion: string;
   /** Serialises load/unload of this model. */
   transition: Promise<void>;
 }
@@ -59,23 +70,24 @@ export class ModelManager {
   private readonly models = new Map<string, ModelRecord>();
   private readonly startupModels = new Set<string>();
   private readonly log: Logger;
+  /** Load + warm-up + golden checks of at most `loadConcurrency` models at once, start-up or run time. */
+  private readonly loadSlots: Semaphore;
+  private closing = false;
 
   constructor(private readonly options: ModelManagerOptions) {
     this.log = options.logger.child({ component: 'repository' });
+    this.loadSlots = new Semaphore(options.loadConcurrency);
   }
 
   /** Loads every model in the repository; failures are recorded, never thrown. */
   async loadAll(): Promise<void> {
     const names = await this.scan();
-    for (const name of names) this.startupModels.add(name);
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < names.length) {
-        const name = names[next++] as string;
-        await this.load(name).catch(() => undefined);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, this.options.loadConcurrency) }, worker));
+    for (const name of names) {
+      this.startupModels.add(name);
+      this.record(name).state = 'LOADING';
+    }
+    // The semaphore in `load` bounds how many run at once.
+    await Promise.all(names.map((name) => this.load(name).catch(() => undefined)));
   }
 
   /**
@@ -101,7 +113,7 @@ export class ModelManager {
     record.transition = new Promise<void>((resolve) => (finish = resolve));
     await previous;
     try {
-      await this.loadNow(name, record);
+      await this.loadSlots.with(() => this.loadNow(name, record));
     } finally {
       finish();
       this.options.onStateChange?.();
@@ -124,6 +136,7 @@ export class ModelManager {
       record.versions.clear();
       record.state = 'UNAVAILABLE';
       record.reason = 'unloaded';
+      record.reasonVersion = '';
       // An explicitly unloaded model no longer counts against server readiness (as in Triton).
       this.startupModels.delete(name);
       this.log.info({ model: name }, 'model unloaded');
@@ -190,56 +203,80 @@ export class ModelManager {
     for (const name of names) {
       const record = this.models.get(name);
       const versions = record ? [...record.versions.values()].sort((a, b) => a.version - b.version) : [];
-      if (versions.length > 0) {
-        for (const v of versions) entries.push({ name, version: v.versionLabel, state: v.state, reason: '' });
-      } else {
-        entries.push({ name, version: '', state: record?.state ?? 'UNAVAILABLE', reason: record?.reason ?? '' });
+      const loading = (record?.loading ?? []).filter((v) => !record?.versions.has(v.version));
+      for (const v of [...versions, ...loading]) {
+        entries.push({ name, version: v.versionLabel, state: v.state, reason: v.reason });
+      }
+      if (versions.length === 0 && loading.length === 0) {
+        entries.push({
+          name,
+          version: record?.reasonVersion ?? '',
+          state: record?.state ?? 'UNAVAILABLE',
+          reason: record?.reason ?? '',
+        });
       }
     }
     return readyOnly ? entries.filter((e) => e.state === 'READY') : entries;
   }
 
-  /** Unloads everything (shutdown). */
+  /** Unloads everything (shutdown); loads in progress are aborted, queued ones never start. */
   async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all([...this.models.values()].flatMap((record) => record.loading.map((v) => v.abortLoad())));
     await Promise.all([...this.models.keys()].map((name) => this.unload(name).catch(() => undefined)));
   }
 
   private record(name: string): ModelRecord {
     let record = this.models.get(name);
     if (record === undefined) {
-      record = { versions: new Map(), state: 'UNAVAILABLE', reason: '', transition: Promise.resolve() };
+      record = {
+        versions: new Map(),
+        loading: [],
+        state: 'UNAVAILABLE',
+        reason: '',
+        reasonVersion: '',
+        transition: Promise.resolve(),
+      };
       this.models.set(name, record);
     }
     return record;
   }
 
   private async loadNow(name: string, record: ModelRecord): Promise<void> {
+    if (this.closing) throw unavailable(`model '${name}' is not loaded: the server is shutting down`);
     const started = performance.now();
     const hadVersions = record.versions.size > 0;
     if (!hadVersions) {
       record.state = 'LOADING';
       record.reason = '';
+      record.reasonVersion = '';
     }
     let loaded: ModelVersion[] = [];
+    const failure = { version: '' };
     try {
-      loaded = await this.loadVersions(name);
+      loaded = await this.loadVersions(name, record, started, failure);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
+      const failedVersion = failure.version;
       if (!hadVersions) {
         record.state = 'UNAVAILABLE';
         record.reason = reason;
+        record.reasonVersion = failedVersion;
       }
-      this.log.error({ model: name, error: reason }, 'model failed to load');
+      this.log.error({ model: name, model_version: failedVersion || undefined, error: reason }, 'model failed to load');
       throw err instanceof ServingError
         ? err
-        : err instanceof ModelConfigError
+        : err instanceof ModelConfigError || err instanceof WarmupConfigError
           ? invalidArgument(`failed to load model '${name}': ${reason}`)
-          : internal(`failed to load model '${name}': ${reason}`);
+          : err instanceof GoldenCheckError
+            ? new ServingError(status.FAILED_PRECONDITION, `failed to load model '${name}': ${reason}`)
+            : internal(`failed to load model '${name}': ${reason}`);
     }
     const replaced = [...record.versions.values()];
     record.versions = new Map(loaded.map((v) => [v.version, v]));
     record.state = 'READY';
     record.reason = '';
+    record.reasonVersion = '';
     this.log.info(
       { model: name, versions: loaded.map((v) => v.version), load_ms: Math.round(performance.now() - started) },
       'model ready',
@@ -248,7 +285,13 @@ export class ModelManager {
     await Promise.all(replaced.map((version) => version.unload()));
   }
 
-  private async loadVersions(name: string): Promise<ModelVersion[]> {
+  /** `failure.version` names the version that failed warm-up or golden checks. */
+  private async loadVersions(
+    name: string,
+    record: ModelRecord,
+    started: number,
+    failure: { version: string },
+  ): Promise<ModelVersion[]> {
     const modelDir = path.join(this.options.repository, name);
     if (!existsSync(modelDir)) {
       throw notFound(`model '${name}' is not found in repository ${this.options.repository}`);
@@ -279,17 +322,66 @@ export class ModelManager {
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
           versions.push(new ModelVersion(name, version, config, pool));
+          record.loading = [...versions];
         } catch (err) {
           await pool.close();
           throw err;
         }
       }
+      await this.prepareVersions(modelDir, versions, started, (label) => (failure.version = label ?? ''));
     } catch (err) {
       // A failed load leaves nothing behind: close the pools already started.
-      await Promise.all(versions.map((v) => v.unload()));
+      const reason = err instanceof Error ? err.message : String(err);
+      await Promise.all(versions.map((v) => v.unload(reason)));
       throw err;
+    } finally {
+      record.loading = [];
     }
     return versions;
+  }
+
+  /**
+   * Warms every worker of each version, then runs the model's golden checks on
+   * it; a version turns READY only after both. `onVersion` names the version
+   * being prepared, so a failure can be reported against it.
+   */
+  private async prepareVersions(
+    modelDir: string,
+    versions: readonly ModelVersion[],
+    started: number,
+    onVersion: (label: string | undefined) => void,
+  ): Promise<void> {
+    const golden = await loadGoldenCases(modelDir);
+    for (const version of versions) {
+      onVersion(version.versionLabel);
+      const fields = { model: version.modelName, model_version: version.versionLabel, tenant: version.tenant };
+      const samples = await buildWarmupSamples(version.config, version.signature, {
+        modelDir,
+        defaultWarmup: this.options.defaultWarmup,
+      });
+      const report = await version.warmUp({ samples, delayMs: warmupDelayMs(version.config, this.options.faultInjection) });
+      for (const warning of report.warnings) this.log.warn(fields, `default ${warning} (the model still turns ready)`);
+      if (golden.length > 0) {
+        version.setLoadingReason('running golden checks');
+        await runGoldenChecks(golden, version.signature, (task, transfer) => version.run(task, transfer));
+      }
+      const seconds = (performance.now() - started) / 1000;
+      version.markReady(seconds);
+      this.log.info(
+        {
+          ...fields,
+          load_ms: Math.round(seconds * 1000),
+          warmup_samples: samples.length,
+          warmup_runs: report.runsPerWorker,
+          warmup_workers: report.workers,
+          warmup_ms: Math.round(report.maxWorkerMs),
+          golden_cases: golden.length,
+        },
+        'model version ready',
+      );
+      this.options.onStateChange?.();
+    }
+    onVersion(undefined);
   }
 
   private async readConfig(name: string, modelDir: string): Promise<ModelConfig | undefined> {
@@ -319,7 +411,8 @@ async function isModelDirectory(dir: string): Promise<boolean> {
 }
 
 function describeState(record: ModelRecord): string {
-  return record.reason ? `${record.state}: ${record.reason}` : record.state;
+  const reason = record.reason || record.loading.find((v) => v.reason !== '')?.reason || '';
+  return reason ? `${record.state}: ${reason}` : record.state;
 }
 
 /** Triton sums the counts of every instance group; a missing group means one instance. */

@@ -2,22 +2,30 @@
  * One loaded version of a model: its completed config, request signature,
  * worker pool, statistics and in-flight accounting.
  *
- * Lifecycle: READY after a successful load → UNLOADING when an unload or a
- * replacing reload starts (no new requests admitted) → UNAVAILABLE once the
- * in-flight requests finished and the pool closed. Main thread only.
+ * Lifecycle: LOADING (workers started; warm-up and golden checks running, with
+ * a reason saying which) → READY → UNLOADING when an unload or a replacing
+ * reload starts (no new requests admitted) → UNAVAILABLE once the in-flight
+ * requests finished and the pool closed. A version that fails while LOADING
+ * goes straight to UNAVAILABLE with the failure as its reason. Main thread only.
  */
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import { signatureFromConfig, type ModelSignature } from '../server/model-signature.js';
-import type { ModelPool } from '../workers/model-pool.js';
-import type { InferResult, InferTask } from '../workers/worker-protocol.js';
+import type { ModelPool, WarmupReport } from '../workers/model-pool.js';
+import type { InferResult, InferTask, WarmupPlan } from '../workers/worker-protocol.js';
 import { InferenceStatistics } from './inference-statistics.js';
 
-export type VersionState = 'READY' | 'UNLOADING' | 'UNAVAILABLE';
+export type VersionState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
+
+/** Every model belongs to a tenant; until tenants are configured, all share this one. */
+export const DEFAULT_TENANT = 'default';
 
 export class ModelVersion {
   readonly signature: ModelSignature;
   readonly statistics = new InferenceStatistics();
-  private stateValue: VersionState = 'READY';
+  readonly tenant: string = DEFAULT_TENANT;
+  private stateValue: VersionState = 'LOADING';
+  private reasonValue = 'starting workers';
+  private loadSecondsValue: number | undefined;
   private inFlight = 0;
   private drained: (() => void) | undefined;
 
@@ -34,8 +42,18 @@ export class ModelVersion {
     return this.stateValue;
   }
 
+  /** Why the version is not READY ('' when it is). */
+  get reason(): string {
+    return this.reasonValue;
+  }
+
   get versionLabel(): string {
     return String(this.version);
+  }
+
+  /** Seconds from the start of the load until READY (warm-up and golden checks included). */
+  get loadSeconds(): number | undefined {
+    return this.loadSecondsValue;
   }
 
   /** Requests admitted and not yet answered. */
@@ -43,7 +61,41 @@ export class ModelVersion {
     return this.inFlight;
   }
 
-  /** Runs one request's task on this version's pool. Callers check `state` first. */
+  /** Live worker threads and queued tasks, for the pool-size gauges. */
+  get poolThreads(): number {
+    return this.pool.threads;
+  }
+
+  get poolQueueSize(): number {
+    return this.pool.queueSize;
+  }
+
+  get poolInstances(): number {
+    return this.pool.instances;
+  }
+
+  /** Records what the LOADING version is doing now (shown in RepositoryIndex and /healthz). */
+  setLoadingReason(reason: string): void {
+    if (this.stateValue === 'LOADING') this.reasonValue = reason;
+  }
+
+  /** Runs the plan in every worker of the pool (see ModelPool.warmUp). */
+  warmUp(plan: WarmupPlan): Promise<WarmupReport> {
+    this.setLoadingReason('warming up');
+    return this.pool.warmUp(plan);
+  }
+
+  markReady(loadSeconds: number): void {
+    if (this.stateValue !== 'LOADING') return;
+    this.stateValue = 'READY';
+    this.reasonValue = '';
+    this.loadSecondsValue = loadSeconds;
+  }
+
+  /**
+   * Runs one task on this version's pool. Request callers check `state` first;
+   * golden checks run here while the version is still LOADING.
+   */
   async run(task: InferTask, transfer: ArrayBuffer[]): Promise<InferResult> {
     this.inFlight += 1;
     try {
@@ -54,10 +106,19 @@ export class ModelVersion {
     }
   }
 
+  /**
+   * Stops a load in progress (shutdown): closing the pool makes a pending
+   * warm-up reject, so the load fails promptly instead of running to its end.
+   */
+  async abortLoad(): Promise<void> {
+    if (this.stateValue === 'LOADING') await this.pool.close();
+  }
+
   /** Stops admitting requests, waits for the admitted ones, then frees the workers. */
-  async unload(): Promise<void> {
-    if (this.stateValue !== 'READY') return;
+  async unload(reason = 'unloaded'): Promise<void> {
+    if (this.stateValue === 'UNLOADING' || this.stateValue === 'UNAVAILABLE') return;
     this.stateValue = 'UNLOADING';
+    this.reasonValue = '';
     if (this.inFlight > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;
@@ -65,5 +126,6 @@ export class ModelVersion {
     }
     await this.pool.close();
     this.stateValue = 'UNAVAILABLE';
+    this.reasonValue = reason;
   }
 }

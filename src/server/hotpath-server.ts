@@ -1,8 +1,16 @@
 /**
  * Wires the pieces into one server: the model manager, the gRPC
- * GRPCInferenceService and grpc.health.v1.Health on one port, and the HTTP
- * health endpoints on another. The process is live as soon as the ports are
- * bound; it turns ready once every model present at start-up is ready.
+ * GRPCInferenceService and grpc.health.v1.Health on one port, the HTTP health
+ * endpoints on another, and Prometheus metrics on a third.
+ *
+ * Lifecycle: `listen()` binds the ports (live from here); `loadModels()` loads,
+ * warms and checks the repository (ready once every start-up model is READY);
+ * `drain()` is the graceful shutdown:
+ *   1. readiness and grpc.health turn NOT_SERVING at once;
+ *   2. after `drainDelayMs` (the window for load balancers to notice) new
+ *      requests are refused and the gRPC server stops accepting calls;
+ *   3. in-flight requests finish within `drainTimeoutMs` (then calls are cut);
+ *   4. the worker pools close, then the HTTP servers.
  */
 import http from 'node:http';
 import { once } from 'node:events';
@@ -11,22 +19,32 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { GRPCInferenceService } from '../generated/grpc_service_pb.js';
 import { ModelManager } from '../repository/model-manager.js';
+import { AccessLog } from '../observability/access-log.js';
+import { createMetricsHttpServer } from '../observability/metrics-http.js';
+import { ServerMetrics } from '../observability/metrics.js';
 import { serviceDefinitionFor } from './grpc-service-definition.js';
 import { inferHandlers } from './handlers/infer-handlers.js';
 import { repositoryHandlers } from './handlers/repository-handlers.js';
 import { serverHandlers } from './handlers/server-handlers.js';
 import { unimplementedHandlers } from './handlers/unimplemented-handlers.js';
-import { createHealthHttpServer } from './http-endpoints.js';
+import { createHealthHttpServer, type HealthReport } from './http-endpoints.js';
 import { InferenceRunner } from './inference-runner.js';
 
 export interface ServerOptions {
   readonly modelRepository: string;
   readonly host: string;
   readonly grpcPort: number;
-  /** 0 disables the HTTP health endpoints. */
+  /** -1 disables the HTTP health endpoints. */
   readonly httpPort: number;
+  /** -1 disables the metrics endpoint. */
+  readonly metricsPort: number;
   readonly intraOpThreads: number;
   readonly modelLoadConcurrency: number;
+  readonly defaultWarmup: boolean;
+  /** Fraction (0..1) of successful requests that are access-logged; errors always are. */
+  readonly accessLogSampleRate: number;
+  readonly drainDelayMs: number;
+  readonly drainTimeoutMs: number;
   readonly faultInjection: boolean;
   readonly serverName: string;
   readonly serverVersion: string;
@@ -36,19 +54,25 @@ export interface ServerOptions {
 export interface BoundPorts {
   readonly grpc: number;
   readonly http: number | undefined;
+  readonly metrics: number | undefined;
 }
+
+type Phase = 'starting' | 'serving' | 'draining' | 'stopped';
 
 export class HotpathServer {
   readonly models: ModelManager;
+  /** Exposed so the arena integration can attach its per-tenant source. */
+  readonly metrics: ServerMetrics;
+  private readonly runner: InferenceRunner;
   private readonly grpc = new Server({
     // Tensors can be large; Triton clients send up to the protocol's limits.
     'grpc.max_receive_message_length': 256 * 1024 * 1024,
     'grpc.max_send_message_length': 256 * 1024 * 1024,
   });
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
-  private http: http.Server | undefined;
-  private startupDone = false;
-  private stopping = false;
+  private readonly httpServers: http.Server[] = [];
+  private phase: Phase = 'starting';
+  private drained: Promise<boolean> | undefined;
   private readonly log: Logger;
 
   constructor(private readonly options: ServerOptions) {
@@ -58,18 +82,25 @@ export class HotpathServer {
       intraOpThreads: options.intraOpThreads,
       faultInjection: options.faultInjection,
       loadConcurrency: options.modelLoadConcurrency,
+      defaultWarmup: options.defaultWarmup,
       logger: options.logger,
       onStateChange: () => this.refreshHealth(),
     });
-    const runner = new InferenceRunner({
+    this.metrics = new ServerMetrics({
+      versions: () => this.models.versions(),
+      inflightRequests: () => this.runner.inflightRequests,
+    });
+    this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
       logger: options.logger,
+      accessLog: new AccessLog(options.logger, options.accessLogSampleRate),
+      metrics: this.metrics,
     });
     const identity = { name: options.serverName, version: options.serverVersion, isReady: () => this.isReady() };
     this.grpc.addService(serviceDefinitionFor(GRPCInferenceService), {
       ...serverHandlers(this.models, identity),
-      ...inferHandlers(runner),
+      ...inferHandlers(this.runner),
       ...repositoryHandlers(this.models),
       ...unimplementedHandlers(),
     });
@@ -77,11 +108,11 @@ export class HotpathServer {
   }
 
   isReady(): boolean {
-    return this.startupDone && !this.stopping && this.models.allStartupModelsReady();
+    return this.phase === 'serving' && this.models.allStartupModelsReady();
   }
 
-  /** Binds the ports (live from here), then loads the repository (ready after). */
-  async start(): Promise<BoundPorts> {
+  /** Binds the ports and logs them: the process is live from here, not yet ready. */
+  async listen(): Promise<BoundPorts> {
     const grpcPort = await new Promise<number>((resolve, reject) => {
       this.grpc.bindAsync(
         `${this.options.host}:${this.options.grpcPort}`,
@@ -89,20 +120,32 @@ export class HotpathServer {
         (err, port) => (err ? reject(err) : resolve(port)),
       );
     });
-    let httpPort: number | undefined;
-    if (this.options.httpPort >= 0) {
-      this.http = createHealthHttpServer({ isLive: () => !this.stopping, isReady: () => this.isReady() });
-      this.http.listen(this.options.httpPort, this.options.host);
-      await once(this.http, 'listening');
-      const address = this.http.address();
-      httpPort = typeof address === 'object' && address !== null ? address.port : undefined;
-    }
-    this.log.info({ grpc_port: grpcPort, http_port: httpPort }, 'listening');
+    const httpPort = await this.listenHttp(this.options.httpPort, () =>
+      createHealthHttpServer({
+        isLive: () => this.phase !== 'stopped',
+        isReady: () => this.isReady(),
+        report: () => this.healthReport(),
+      }),
+    );
+    const metricsPort = await this.listenHttp(this.options.metricsPort, () => createMetricsHttpServer(this.metrics));
+    const ports = { grpc: grpcPort, http: httpPort, metrics: metricsPort };
+    this.log.info({ grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics }, 'listening');
+    return ports;
+  }
+
+  /** Loads, warms and checks every model in the repository; ready after (unless draining). */
+  async loadModels(): Promise<void> {
     await this.models.loadAll();
-    this.startupDone = true;
+    if (this.phase === 'starting') this.phase = 'serving';
     this.refreshHealth();
     this.log.info({ ready: this.isReady() }, 'model repository loaded');
-    return { grpc: grpcPort, http: httpPort };
+  }
+
+  /** `listen()` then `loadModels()`. */
+  async start(): Promise<BoundPorts> {
+    const ports = await this.listen();
+    await this.loadModels();
+    return ports;
   }
 
   /** Keeps grpc.health.v1 in step with ServerReady. */
@@ -110,13 +153,76 @@ export class HotpathServer {
     this.health.setStatus('', this.isReady() ? 'SERVING' : 'NOT_SERVING');
   }
 
-  /** Stops taking calls, lets in-flight ones finish, unloads every model. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.refreshHealth();
-    await new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve()));
-    await this.models.close();
-    if (this.http) await new Promise<void>((resolve) => this.http?.close(() => resolve()));
-    this.log.info('stopped');
+  async healthReport(): Promise<HealthReport> {
+    const models = await this.models.index(false);
+    const status = this.phase === 'draining' || this.phase === 'stopped' ? 'draining' : this.isReady() ? 'ready' : 'not_ready';
+    return { status, models };
   }
+
+  /**
+   * The graceful shutdown (see the file comment). Resolves true when every
+   * in-flight request finished and every pool closed in time. Idempotent.
+   */
+  drain(): Promise<boolean> {
+    this.drained ??= this.drainNow(this.options.drainDelayMs, this.options.drainTimeoutMs);
+    return this.drained;
+  }
+
+  /** Shuts down without the load-balancer delay (tests, embedding). */
+  async stop(): Promise<void> {
+    this.drained ??= this.drainNow(0, this.options.drainTimeoutMs);
+    await this.drained;
+  }
+
+  private async drainNow(delayMs: number, timeoutMs: number): Promise<boolean> {
+    this.phase = 'draining';
+    this.refreshHealth();
+    this.log.info({ drain_delay_ms: delayMs, inflight: this.runner.inflightRequests }, 'draining: readiness is off');
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+
+    this.runner.stopAccepting();
+    this.log.info({ inflight: this.runner.inflightRequests, drain_timeout_ms: timeoutMs }, 'draining: no longer accepting requests');
+    const deadline = performance.now() + timeoutMs;
+    const callsDone = await withinTime(new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve())), timeoutMs);
+    if (!callsDone) {
+      this.log.warn({ inflight: this.runner.inflightRequests }, 'drain timeout: cutting the calls still open');
+      this.grpc.forceShutdown();
+    }
+    const poolsClosed = await withinTime(this.models.close(), Math.max(0, deadline - performance.now()) + 1000);
+    if (!poolsClosed) this.log.warn('drain timeout: worker pools did not close in time');
+    await Promise.all(this.httpServers.map((server) => closeHttp(server)));
+    this.phase = 'stopped';
+    this.log.info({ graceful: callsDone && poolsClosed }, 'stopped');
+    return callsDone && poolsClosed;
+  }
+
+  private async listenHttp(port: number, make: () => http.Server): Promise<number | undefined> {
+    if (port < 0) return undefined;
+    const server = make();
+    server.listen(port, this.options.host);
+    await once(server, 'listening');
+    this.httpServers.push(server);
+    const address = server.address();
+    return typeof address === 'object' && address !== null ? address.port : undefined;
+  }
+}
+
+/** Whether `work` settled within `ms`; the timer never outlives the race. */
+async function withinTime(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function closeHttp(server: http.Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // Keep-alive connections from probes and scrapers would hold close() open.
+  server.closeAllConnections();
+  await closed;
 }

@@ -1,13 +1,34 @@
 /**
- * The KServe V2 HTTP health endpoints, for load balancers and kubelet probes
- * that do not speak gRPC: `GET /v2/health/live` and `GET /v2/health/ready`
- * (200 when true, 503 when not). Inference over HTTP is not served.
+ * The HTTP endpoints on `--http-port`, for load balancers, kubelet probes and
+ * operators that do not speak gRPC:
+ *
+ * - `GET /v2/health/live`: 200 as soon as the process serves;
+ * - `GET /v2/health/ready`: 200 once every start-up model is ready, 503 while
+ *   loading, warming, failed or draining;
+ * - `GET /healthz`: JSON `{status, models: [{name, version, state, reason}]}`,
+ *   with 200 when ready and 503 otherwise.
+ *
+ * Inference over HTTP is not served.
  */
 import http from 'node:http';
+
+export interface HealthModelEntry {
+  readonly name: string;
+  readonly version: string;
+  readonly state: string;
+  readonly reason: string;
+}
+
+export interface HealthReport {
+  /** 'ready', 'not_ready' (starting, or a start-up model is not ready) or 'draining'. */
+  readonly status: 'ready' | 'not_ready' | 'draining';
+  readonly models: readonly HealthModelEntry[];
+}
 
 export interface HealthProbes {
   readonly isLive: () => boolean;
   readonly isReady: () => boolean;
+  readonly report: () => Promise<HealthReport>;
 }
 
 export function createHealthHttpServer(probes: HealthProbes): http.Server {
@@ -22,8 +43,13 @@ export function createHealthHttpServer(probes: HealthProbes): http.Server {
         return reply(probes.isLive() ? 200 : 503, { live: probes.isLive() });
       case 'GET /v2/health/ready':
         return reply(probes.isReady() ? 200 : 503, { ready: probes.isReady() });
+      case 'GET /healthz':
+        return void probes.report().then(
+          (report) => reply(report.status === 'ready' ? 200 : 503, report),
+          (err: unknown) => reply(500, { error: err instanceof Error ? err.message : String(err) }),
+        );
       default:
-        return reply(404, { error: `no route for ${route}; served: GET /v2/health/live, GET /v2/health/ready` });
+        return reply(404, { error: `no route for ${route}; served: GET /v2/health/live, GET /v2/health/ready, GET /healthz` });
     }
   });
 }

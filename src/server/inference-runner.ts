@@ -1,38 +1,90 @@
 /**
  * The request path shared by ModelInfer and ModelStreamInfer: resolve the model
  * version, validate and prepare the inputs, run them on the version's worker
- * pool, and build the response; statistics are recorded on the way.
+ * pool, and build the response. On the way it records the version's
+ * statistics, the latency histograms and the access log, and it counts
+ * in-flight requests (the autoscaling signal, and what a drain waits for).
  */
 import type { Logger } from 'pino';
+import { status } from '@grpc/grpc-js';
 import type { ModelInferRequest, ModelInferResponse } from '../generated/grpc_service_pb.js';
 import type { ModelManager } from '../repository/model-manager.js';
 import type { ModelVersion } from '../repository/model-version.js';
-import { invalidArgument } from '../common/serving-error.js';
+import { invalidArgument, toServiceError, unavailable } from '../common/serving-error.js';
+import type { AccessLog } from '../observability/access-log.js';
+import type { FailureReason } from '../observability/metric-names.js';
+import type { ServerMetrics } from '../observability/metrics.js';
+import { WorkerCrashedError } from '../workers/model-pool.js';
 import { epochMs, type InferTask } from '../workers/worker-protocol.js';
 import { FAULT_PARAMETER, prepareInference, stringParameter } from './infer-request.js';
 import { buildInferResponse } from './infer-response.js';
+import type { RequestContext } from './request-context.js';
 
 export interface InferenceRunnerOptions {
   readonly models: ModelManager;
   readonly faultInjection: boolean;
   readonly logger: Logger;
+  readonly accessLog: AccessLog;
+  readonly metrics?: ServerMetrics;
 }
 
 export class InferenceRunner {
+  private inflight = 0;
+  private accepting = true;
+  private readonly stopListeners = new Set<() => void>();
+
   constructor(private readonly options: InferenceRunnerOptions) {}
 
-  async infer(request: ModelInferRequest): Promise<ModelInferResponse> {
+  /** Requests received and not yet answered. */
+  get inflightRequests(): number {
+    return this.inflight;
+  }
+
+  /** From now on every new request is answered UNAVAILABLE (the drain); admitted ones finish. */
+  stopAccepting(): void {
+    this.accepting = false;
+    for (const listener of [...this.stopListeners]) listener();
+  }
+
+  get isAccepting(): boolean {
+    return this.accepting;
+  }
+
+  /** Calls `listener` when the drain stops accepting (open streams end then); returns an unsubscribe. */
+  onStopAccepting(listener: () => void): () => void {
+    this.stopListeners.add(listener);
+    return () => this.stopListeners.delete(listener);
+  }
+
+  async infer(request: ModelInferRequest, context: RequestContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
     const started = process.hrtime.bigint();
-    const version = this.options.models.resolve(request.modelName, request.modelVersion);
+    const elapsedNs = () => Number(process.hrtime.bigint() - started);
+    this.inflight += 1;
+    let version: ModelVersion | undefined;
     try {
-      return await this.run(request, version, started);
+      if (!this.accepting) throw unavailable('server is shutting down; retry on another replica');
+      version = this.options.models.resolve(request.modelName, request.modelVersion);
+      const response = await this.run(request, version, elapsedNs);
+      this.options.accessLog.record({
+        ...this.describe(request, context, method, version, elapsedNs()),
+        code: status.OK,
+      });
+      return response;
     } catch (err) {
-      version.statistics.recordFailure(Number(process.hrtime.bigint() - started));
+      const failure = toServiceError(err);
+      version?.statistics.recordFailure(elapsedNs(), failureReason(err, failure.code));
+      this.options.accessLog.record({
+        ...this.describe(request, context, method, version, elapsedNs()),
+        code: failure.code,
+        error: failure.details,
+      });
       throw err;
+    } finally {
+      this.inflight -= 1;
     }
   }
 
-  private async run(request: ModelInferRequest, version: ModelVersion, started: bigint): Promise<ModelInferResponse> {
+  private async run(request: ModelInferRequest, version: ModelVersion, elapsedNs: () => number): Promise<ModelInferResponse> {
     const prepared = prepareInference(request, version.signature);
     const task: InferTask = {
       kind: 'infer',
@@ -49,13 +101,34 @@ export class InferenceRunner {
       result.outputs,
       version.signature.maxBatchSize > 0,
     );
+    const totalNs = elapsedNs();
     version.statistics.recordExecution(prepared.batchSize, result.timing);
-    version.statistics.recordSuccess(prepared.batchSize, Number(process.hrtime.bigint() - started), result.timing);
+    version.statistics.recordSuccess(prepared.batchSize, totalNs, result.timing);
+    this.options.metrics?.observeExecution(version, prepared.batchSize);
+    this.options.metrics?.observeSuccess(version, totalNs / 1e6, result.timing);
     return response;
   }
 
-  /** The test-only fault hook, refused unless the server runs with --enable-fault-injection. */
-  private faultFor(request: ModelInferRequest): Pick<InferTask, 'fault'> {
+  private describe(
+    request: ModelInferRequest,
+    context: RequestContext,
+    method: string,
+    version: ModelVersion | undefined,
+    elapsedNs: number,
+  ) {
+    return {
+      requestId: context.requestId,
+      traceId: context.traceId,
+      method,
+      model: request.modelName,
+      modelVersion: version?.versionLabel ?? (request.modelVersion || undefined),
+      tenant: version?.tenant,
+      latencyMs: elapsedNs / 1e6,
+    };
+  }
+
+  /** The test-only fault hooks, refused unless the server runs with --enable-fault-injection. */
+  private faultFor(request: ModelInferRequest): Pick<InferTask, 'fault' | 'faultDelayMs'> {
     const fault = stringParameter(request.parameters, FAULT_PARAMETER);
     if (fault === undefined) return {};
     if (!this.options.faultInjection) {
@@ -63,9 +136,32 @@ export class InferenceRunner {
         `parameter '${FAULT_PARAMETER}' is refused: fault injection is disabled (start the server with --enable-fault-injection)`,
       );
     }
-    if (fault !== 'crash-worker') {
-      throw invalidArgument(`parameter '${FAULT_PARAMETER}': expected 'crash-worker', got '${fault}'`);
-    }
-    return { fault };
+    if (fault === 'crash-worker') return { fault };
+    const delay = /^delay:(\d{1,6})$/.exec(fault);
+    if (delay !== null) return { faultDelayMs: Number(delay[1]) };
+    throw invalidArgument(`parameter '${FAULT_PARAMETER}': expected 'crash-worker' or 'delay:<ms>', got '${fault}'`);
+  }
+}
+
+/** Triton's bounded failure reasons, for nv_inference_request_failure. */
+function failureReason(err: unknown, code: status): FailureReason {
+  if (err instanceof WorkerCrashedError) return 'BACKEND';
+  switch (code) {
+    case status.CANCELLED:
+    case status.DEADLINE_EXCEEDED:
+      return 'CANCELED';
+    case status.INTERNAL:
+    case status.UNKNOWN:
+    case status.DATA_LOSS:
+      return 'BACKEND';
+    case status.INVALID_ARGUMENT:
+    case status.NOT_FOUND:
+    case status.UNAVAILABLE:
+    case status.RESOURCE_EXHAUSTED:
+    case status.FAILED_PRECONDITION:
+    case status.OUT_OF_RANGE:
+      return 'REJECTED';
+    default:
+      return 'OTHER';
   }
 }

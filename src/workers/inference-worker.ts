@@ -4,18 +4,19 @@
  * `InferenceSession.run()` executes synchronously on the calling JS thread, so
  * it must never run on the gRPC thread; each worker thread holds exactly one
  * session and runs one task at a time. The session is created when piscina
- * imports this module (top-level await), so a model that cannot be loaded fails
- * the first task of its pool — which is the load-time `describe` probe.
+ * imports this module (top-level await), then warmed up; a model that cannot
+ * be loaded makes the worker fail before it reports its session, which fails
+ * the pool's creation.
  *
  * Thread-safety: everything here is confined to this worker thread.
  */
 import { threadId } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import * as ort from 'onnxruntime-node';
-import { decodeBytesTensor, encodeBytesTensor } from '../tensor/bytes-codec.js';
-import { elementCount } from '../tensor/shape.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { useUint16ArrayForFloat16 } from './ort-float16.js';
-import type { NumericArray, OrtTensorType } from '../tensor/wire-types.js';
+import { fromOrtTensor, toOrtTensor } from './ort-tensors.js';
+import { warmUpWorker } from './worker-warmup.js';
 import {
   epochMs,
   type DescribeTask,
@@ -37,6 +38,9 @@ const session = await ort.InferenceSession.create(init.modelPath, {
   executionMode: 'sequential',
   graphOptimizationLevel: 'all',
 });
+
+// Every worker warms itself before piscina hands it a task (see worker-warmup.ts).
+await warmUpWorker(session, describe());
 
 export default async function runTask(task: InferTask | DescribeTask): Promise<InferResult | ModelIoDescription> {
   if (task.kind === 'describe') return describe();
@@ -66,6 +70,11 @@ async function infer(task: InferTask): Promise<InferResult> {
     // Simulates a native crash of this worker: the thread ends with the task unfinished.
     process.exit(70);
   }
+  if (task.faultDelayMs !== undefined) {
+    if (!init.faultInjection) throw new Error('fault injection is disabled in this server');
+    // Simulates a slow model: keeps this worker busy, as a long inference would.
+    await sleep(task.faultDelayMs);
+  }
 
   const feeds: Record<string, ort.Tensor> = {};
   for (const input of task.inputs) feeds[input.name] = toOrtTensor(input);
@@ -90,31 +99,6 @@ async function infer(task: InferTask): Promise<InferResult> {
   // Hand the output buffers back without a structured-clone copy.
   const movable = { [Piscina.transferableSymbol]: transfer, [Piscina.valueSymbol]: result };
   return Piscina.move(movable as never) as unknown as InferResult;
-}
-
-function toOrtTensor(input: TensorPayload): ort.Tensor {
-  const dims = [...input.dims];
-  if (input.type === 'string') {
-    // Decoded here, off the gRPC thread; the main thread already validated the framing.
-    const strings = decodeBytesTensor(input.data as Uint8Array, elementCount(dims));
-    return new ort.Tensor('string', strings, dims);
-  }
-  return new ort.Tensor(input.type as Exclude<OrtTensorType, 'string'>, input.data as never, dims);
-}
-
-function fromOrtTensor(name: string, value: ort.OnnxValue | undefined): TensorPayload {
-  if (value === undefined) throw new Error(`model produced no output named '${name}'`);
-  const tensor = value as ort.Tensor;
-  const type = tensor.type as OrtTensorType;
-  if (type === 'string') {
-    return { name, type, dims: [...tensor.dims], data: encodeBytesTensor(tensor.data as string[]) };
-  }
-  const data = tensor.data as NumericArray;
-  // The returned tensor owns a fresh buffer, but it may be a view; transfer only what is ours.
-  const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
-    ? data
-    : (data.slice() as NumericArray);
-  return { name, type, dims: [...tensor.dims], data: owned };
 }
 
 function msToNs(ms: number): number {

@@ -6,17 +6,23 @@
  * that closes it. Thread-safety: used from the main thread only; piscina does
  * the cross-thread work.
  */
+import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
-import type {
-  DescribeTask,
-  InferResult,
-  InferTask,
-  ModelIoDescription,
-  WorkerInitData,
+import {
+  isWorkerEventMessage,
+  type DescribeTask,
+  type InferResult,
+  type InferTask,
+  type ModelIoDescription,
+  type WarmupPlan,
+  type WorkerInitData,
+  type WorkerSessionMessage,
+  type WorkerWarmMessage,
 } from './worker-protocol.js';
 
 export interface ModelPoolOptions {
@@ -33,8 +39,23 @@ export class WorkerCrashedError extends Error {
   override readonly name = 'WorkerCrashedError';
 }
 
+/** What a pool's warm-up did: per-worker runs and duration, and warnings from default samples. */
+export interface WarmupReport {
+  readonly workers: number;
+  readonly runsPerWorker: number;
+  /** The slowest worker's warm-up, in ms. */
+  readonly maxWorkerMs: number;
+  readonly warnings: readonly string[];
+}
+
 export class ModelPool {
   private readonly piscina: Piscina<InferTask | DescribeTask, InferResult | ModelIoDescription>;
+  /** Decoupled from piscina's events so waiting code never races a listener it has not attached yet. */
+  private readonly events = new EventEmitter();
+  /** Set once the config is complete; every worker that says hello afterwards gets it at once. */
+  private plan: WarmupPlan | undefined;
+  private readonly waitingForPlan: MessagePort[] = [];
+  private io: ModelIoDescription | undefined;
 
   private constructor(private readonly options: ModelPoolOptions) {
     const workerData: WorkerInitData = {
@@ -55,18 +76,26 @@ export class ModelPool {
       atomics: 'disabled',
       workerData,
     });
-    // piscina reports worker deaths that had no task attached here; a death with
-    // a task attached rejects that task instead (and the pool replaces the worker).
+    // piscina reports worker deaths that had no task attached here (a worker that
+    // failed to create its session, or died while warming); a death with a task
+    // attached rejects that task instead, and the pool replaces the worker.
     this.piscina.on('error', (err: Error) => {
-      options.logger.error({ err, model_path: options.modelPath }, 'inference worker failed');
+      options.logger.error({ error: errorMessage(err), model_path: options.modelPath }, 'inference worker failed');
+      this.events.emit('worker-error', err);
+    });
+    // A worker's own parentPort messages: its hello and its warm-up report.
+    this.piscina.on('message', (message: unknown) => {
+      if (!isWorkerEventMessage(message)) return;
+      if (message.type === 'hotpath:session') this.onSession(message);
+      else this.events.emit('warm', message);
     });
   }
 
-  /** Starts the workers and returns once one of them has loaded the model. */
+  /** Starts the workers and returns once one of them has loaded the model (warm-up comes next). */
   static async create(options: ModelPoolOptions): Promise<{ pool: ModelPool; io: ModelIoDescription }> {
     const pool = new ModelPool(options);
     try {
-      const io = (await pool.piscina.run({ kind: 'describe' })) as ModelIoDescription;
+      const io = pool.io ?? (await pool.nextEvent<ModelIoDescription>('session'));
       return { pool, io };
     } catch (err) {
       await pool.close();
@@ -76,6 +105,53 @@ export class ModelPool {
 
   get instances(): number {
     return this.options.instances;
+  }
+
+  /** Worker threads alive now (a crashed one is missing until its replacement starts). */
+  get threads(): number {
+    return this.piscina.threads.length;
+  }
+
+  /** Tasks waiting for a free worker. */
+  get queueSize(): number {
+    return this.piscina.queueSize;
+  }
+
+  /**
+   * Hands the plan to every worker and resolves once `instances` distinct
+   * workers finished it. A required sample failing, or a worker dying while
+   * warming, rejects. Later replacement workers get the same plan and warm
+   * themselves before piscina gives them a task.
+   */
+  async warmUp(plan: WarmupPlan): Promise<WarmupReport> {
+    this.plan = plan;
+    for (const port of this.waitingForPlan.splice(0)) port.postMessage(plan);
+    const warm = new Map<number, WorkerWarmMessage>();
+    return new Promise<WarmupReport>((resolve, reject) => {
+      const onWarm = (message: WorkerWarmMessage) => {
+        if (message.error !== undefined) return finish(new Error(message.error));
+        warm.set(message.threadId, message);
+        if (warm.size >= this.options.instances) finish();
+      };
+      const onError = (err: Error) => finish(new Error(`an inference worker died while warming up: ${errorMessage(err)}`));
+      const onClosed = () => finish(new Error('the worker pool closed while warming up'));
+      const finish = (err?: Error) => {
+        this.events.off('warm', onWarm);
+        this.events.off('worker-error', onError);
+        this.events.off('closed', onClosed);
+        if (err !== undefined) return reject(err);
+        const reports = [...warm.values()];
+        resolve({
+          workers: reports.length,
+          runsPerWorker: Math.min(...reports.map((r) => r.runs)),
+          maxWorkerMs: Math.max(...reports.map((r) => r.durationMs)),
+          warnings: [...new Set(reports.flatMap((r) => r.warnings))],
+        });
+      };
+      this.events.on('warm', onWarm);
+      this.events.on('worker-error', onError);
+      this.events.on('closed', onClosed);
+    });
   }
 
   /** Runs one inference task; input buffers in `transfer` are moved, not copied. */
@@ -92,9 +168,37 @@ export class ModelPool {
 
   /** Finishes queued and running tasks, then stops every worker (and its session). */
   async close(): Promise<void> {
+    // A worker still waiting for its plan gets an empty one, so it can finish init and exit.
+    this.plan ??= { samples: [], delayMs: 0 };
+    for (const port of this.waitingForPlan.splice(0)) port.postMessage(this.plan);
+    this.events.emit('closed');
     await this.piscina.close();
   }
 
+  private onSession(message: WorkerSessionMessage): void {
+    if (this.io === undefined) {
+      this.io = message.io;
+      this.events.emit('session', message.io);
+    }
+    if (this.plan !== undefined) message.port.postMessage(this.plan);
+    else this.waitingForPlan.push(message.port);
+  }
+
+  /** The next `event`, or the next worker error, whichever comes first. */
+  private nextEvent<T>(event: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const onEvent = (value: T) => {
+        this.events.off('worker-error', onError);
+        resolve(value);
+      };
+      const onError = (err: Error) => {
+        this.events.off(event, onEvent);
+        reject(err);
+      };
+      this.events.once(event, onEvent);
+      this.events.once('worker-error', onError);
+    });
+  }
 }
 
 function errorMessage(err: unknown): string {

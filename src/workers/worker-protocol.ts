@@ -3,6 +3,7 @@
  * Both sides import only types from here, so the worker module stays free of
  * server code and the main thread never loads onnxruntime.
  */
+import type { MessagePort } from 'node:worker_threads';
 import type { NumericArray, OrtTensorType } from '../tensor/wire-types.js';
 
 /** Passed once to every worker of a model version's pool (piscina `workerData`). */
@@ -31,6 +32,8 @@ export interface InferTask {
   readonly queuedAtMs: number;
   /** Test-only: make the worker die mid-task. Refused unless fault injection is on. */
   readonly fault?: 'crash-worker';
+  /** Test-only: hold the worker this long before running (fault injection only). */
+  readonly faultDelayMs?: number;
 }
 
 export interface InferResult {
@@ -66,6 +69,59 @@ export interface IoTensorDescription {
 }
 
 export type WorkerTask = InferTask | DescribeTask;
+
+/**
+ * Posted by each worker on its parentPort once its session exists (piscina
+ * re-emits it as the pool's 'message' event). piscina owns the inbound side of
+ * parentPort, so the worker hands over a port of its own on which the main
+ * thread answers with the warm-up plan: that is how every worker, including a
+ * replacement for a crashed one, is warmed before it takes a task.
+ */
+export interface WorkerSessionMessage {
+  readonly type: 'hotpath:session';
+  readonly threadId: number;
+  readonly io: ModelIoDescription;
+  readonly port: MessagePort;
+}
+
+/** What every worker runs before its model version turns READY. */
+export interface WarmupPlan {
+  readonly samples: readonly WarmupSample[];
+  /** Test-only: each worker sleeps this long before warming (fault injection only). */
+  readonly delayMs: number;
+}
+
+export interface WarmupSample {
+  readonly name: string;
+  /** Runs of this sample in every worker (≥ 1). */
+  readonly runs: number;
+  /** Model-view tensors (reshape applied), as a request would hand them to the worker. */
+  readonly inputs: readonly TensorPayload[];
+  /**
+   * Configured samples (`model_warmup`) must succeed, as in Triton. The default
+   * samples are made up by hotpath, so their failure is only a warning.
+   */
+  readonly required: boolean;
+}
+
+/** Posted on parentPort when a worker finished its warm-up plan. */
+export interface WorkerWarmMessage {
+  readonly type: 'hotpath:warm';
+  readonly threadId: number;
+  readonly runs: number;
+  readonly durationMs: number;
+  /** Failures of optional (default) samples. */
+  readonly warnings: readonly string[];
+  /** Set when a required sample failed: the version must not turn READY. */
+  readonly error?: string;
+}
+
+export type WorkerEventMessage = WorkerSessionMessage | WorkerWarmMessage;
+
+export function isWorkerEventMessage(message: unknown): message is WorkerEventMessage {
+  const type = (message as { type?: unknown } | null)?.type;
+  return type === 'hotpath:session' || type === 'hotpath:warm';
+}
 
 /** The current time as epoch milliseconds with sub-ms precision, comparable across threads. */
 export function epochMs(): number {

@@ -1,0 +1,72 @@
+/**
+ * Every metric hotpath exports, in one place, so names never drift between the
+ * code that records them, the README and dashboards.
+ *
+ * The `nv_*` names and their `model`/`version` labels are Triton's, so existing
+ * Triton dashboards work unchanged. The `hotpath_*` names are hotpath's own.
+ * Labels are only `model`, `version`, `tenant` and the bounded enums below —
+ * never a request id, user id or free text — so the series count is bounded by
+ * the number of loaded model versions.
+ *
+ * prom-client's default process metrics (`process_*`, `nodejs_*`) are exported
+ * too, under prom-client's standard names.
+ */
+
+export const METRIC = {
+  // Triton-compatible; cumulative counters read from each version's statistics at scrape time.
+  requestSuccess: 'nv_inference_request_success',
+  requestFailure: 'nv_inference_request_failure',
+  inferenceCount: 'nv_inference_count',
+  executionCount: 'nv_inference_exec_count',
+  pendingRequests: 'nv_inference_pending_request_count',
+  requestDurationUs: 'nv_inference_request_duration_us',
+  queueDurationUs: 'nv_inference_queue_duration_us',
+  computeInputDurationUs: 'nv_inference_compute_input_duration_us',
+  computeInferDurationUs: 'nv_inference_compute_infer_duration_us',
+  computeOutputDurationUs: 'nv_inference_compute_output_duration_us',
+
+  // hotpath's own.
+  requestDurationMs: 'hotpath_request_duration_ms',
+  queueDurationMs: 'hotpath_queue_duration_ms',
+  computeInferDurationMs: 'hotpath_compute_infer_duration_ms',
+  batchSize: 'hotpath_batch_size',
+  modelLoadSeconds: 'hotpath_model_load_seconds',
+  modelReady: 'hotpath_model_ready',
+  workerPoolThreads: 'hotpath_worker_pool_threads',
+  workerPoolInstances: 'hotpath_worker_pool_instances',
+  workerPoolQueue: 'hotpath_worker_pool_queue_size',
+  inflightRequests: 'hotpath_inflight_requests',
+
+  // Per-tenant arena gauges: registered once an arena statistics source is attached.
+  arenaAllocatedBytes: 'hotpath_arena_allocated_bytes',
+  arenaReservedBytes: 'hotpath_arena_reserved_bytes',
+  arenaQuotaBytes: 'hotpath_arena_quota_bytes',
+  arenaEvictions: 'hotpath_arena_evictions_total',
+  arenaFragmentation: 'hotpath_arena_fragmentation_ratio',
+} as const;
+
+/** Label names; values of the enum-valued ones come from the constants below. */
+export const LABEL = {
+  model: 'model',
+  version: 'version',
+  tenant: 'tenant',
+  reason: 'reason',
+  kind: 'kind',
+} as const;
+
+/**
+ * Triton's failure reasons: REJECTED (refused before execution: invalid input,
+ * not ready, shutting down, over quota), CANCELED (cancelled or past its
+ * deadline), BACKEND (failed inside onnxruntime or its worker), OTHER.
+ */
+export const FAILURE_REASONS = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** The three ways arena fragmentation is reported (DESIGN.md, statistics). */
+export const FRAGMENTATION_KINDS = ['largest_free', 'reserved_unallocated', 'allocated_unrequested'] as const;
+
+/** Millisecond buckets for request-path latencies: sub-ms to seconds. */
+export const LATENCY_BUCKETS_MS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000];
+
+/** Rows per model execution. */
+export const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];

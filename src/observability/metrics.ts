@@ -1,0 +1,216 @@
+/**
+ * The Prometheus metrics of one server (prom-client, own registry).
+ *
+ * Counters that the server already keeps per model version (InferenceStatistics,
+ * pool sizes, in-flight counts) are read at scrape time through `collect`
+ * callbacks, never pushed per request, so the request path pays nothing for
+ * them and they cannot disagree with ModelStatistics. Only distributions
+ * (latency and batch-size histograms) are observed per request.
+ *
+ * Seam for the arena: `setTenantMemorySource` attaches a callback that reports
+ * per-tenant arena statistics; its gauges exist only once one is attached.
+ *
+ * Main thread only.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ModelVersion } from '../repository/model-version.js';
+import type { WorkerTiming } from '../workers/worker-protocol.js';
+import {
+  BATCH_SIZE_BUCKETS,
+  FAILURE_REASONS,
+  FRAGMENTATION_KINDS,
+  LABEL,
+  LATENCY_BUCKETS_MS,
+  METRIC,
+} from './metric-names.js';
+import type { StatisticsSnapshot } from '../repository/inference-statistics.js';
+
+export interface MetricsSources {
+  /** Every loaded version (READY or UNLOADING). */
+  readonly versions: () => readonly ModelVersion[];
+  /** ModelInfer requests received and not yet answered, all models. */
+  readonly inflightRequests: () => number;
+}
+
+/** One tenant's arena figures, as the native ledger will report them. */
+export interface TenantMemoryStats {
+  readonly tenant: string;
+  readonly allocatedBytes: number;
+  readonly reservedBytes: number;
+  readonly quotaBytes: number;
+  readonly evictions: number;
+  /** Keys are FRAGMENTATION_KINDS; ratios in 0..1. */
+  readonly fragmentation: Readonly<Record<(typeof FRAGMENTATION_KINDS)[number], number>>;
+}
+
+export type TenantMemorySource = () => readonly TenantMemoryStats[];
+
+const VERSION_LABELS = [LABEL.model, LABEL.version] as const;
+const TENANT_LABELS = [LABEL.model, LABEL.version, LABEL.tenant] as const;
+
+type VersionCounterValue = (snapshot: StatisticsSnapshot) => number;
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly requestDuration: Histogram<string>;
+  private readonly queueDuration: Histogram<string>;
+  private readonly computeInferDuration: Histogram<string>;
+  private readonly batchSize: Histogram<string>;
+  private tenantMemory: TenantMemorySource | undefined;
+
+  constructor(private readonly sources: MetricsSources) {
+    collectDefaultMetrics({ register: this.registry });
+    this.defineVersionCounters();
+    this.defineVersionGauges();
+
+    const histogram = (name: string, help: string, buckets: number[]) =>
+      new Histogram({ name, help, labelNames: TENANT_LABELS, buckets, registers: [this.registry] });
+    this.requestDuration = histogram(METRIC.requestDurationMs, 'Successful request latency, receipt to response (ms).', LATENCY_BUCKETS_MS);
+    this.queueDuration = histogram(METRIC.queueDurationMs, 'Time a successful request waited for a worker (ms).', LATENCY_BUCKETS_MS);
+    this.computeInferDuration = histogram(METRIC.computeInferDurationMs, 'Model execution time of successful requests (ms).', LATENCY_BUCKETS_MS);
+    this.batchSize = histogram(METRIC.batchSize, 'Rows per model execution.', BATCH_SIZE_BUCKETS);
+
+    const { inflightRequests } = this.sources;
+    new Gauge({
+      name: METRIC.inflightRequests,
+      help: 'Inference requests received and not yet answered (the autoscaling signal).',
+      registers: [this.registry],
+      collect() {
+        this.set(inflightRequests());
+      },
+    });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition text for one scrape. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** A request answered successfully by `version`. */
+  observeSuccess(version: ModelVersion, totalMs: number, timing: WorkerTiming): void {
+    const labels = tenantLabels(version);
+    this.requestDuration.observe(labels, totalMs);
+    this.queueDuration.observe(labels, timing.queueNs / 1e6);
+    this.computeInferDuration.observe(labels, timing.computeInferNs / 1e6);
+  }
+
+  /** One model execution of `rows` rows. */
+  observeExecution(version: ModelVersion, rows: number): void {
+    this.batchSize.observe(tenantLabels(version), rows);
+  }
+
+  /** Attaches the arena's per-tenant statistics (read at scrape time); once per server. */
+  setTenantMemorySource(source: TenantMemorySource): void {
+    if (this.tenantMemory !== undefined) throw new Error('a tenant memory source is already attached');
+    this.tenantMemory = source;
+    const gauge = (name: string, help: string, value: (stats: TenantMemoryStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: [LABEL.tenant],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const stats of source()) this.set({ tenant: stats.tenant }, value(stats));
+        },
+      });
+    gauge(METRIC.arenaAllocatedBytes, 'Bytes allocated to the tenant in the arena.', (s) => s.allocatedBytes);
+    gauge(METRIC.arenaReservedBytes, 'Accounting-only reservations charged to the tenant (bytes).', (s) => s.reservedBytes);
+    gauge(METRIC.arenaQuotaBytes, 'The tenant\'s hard quota (bytes).', (s) => s.quotaBytes);
+    new Counter({
+      name: METRIC.arenaEvictions,
+      help: 'Evictions of the tenant\'s evictable entries.',
+      labelNames: [LABEL.tenant],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const stats of source()) this.inc({ tenant: stats.tenant }, stats.evictions);
+      },
+    });
+    new Gauge({
+      name: METRIC.arenaFragmentation,
+      help: 'Arena fragmentation of the tenant, reported three ways (kind).',
+      labelNames: [LABEL.tenant, LABEL.kind],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const stats of source()) {
+          for (const kind of FRAGMENTATION_KINDS) this.set({ tenant: stats.tenant, kind }, stats.fragmentation[kind]);
+        }
+      },
+    });
+  }
+
+  private defineVersionCounters(): void {
+    const sources = this.sources;
+    const counter = (name: string, help: string, value: VersionCounterValue) =>
+      new Counter({
+        name,
+        help,
+        labelNames: VERSION_LABELS,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const version of sources.versions()) this.inc(versionLabels(version), value(version.statistics.snapshot()));
+        },
+      });
+    const us = (ns: number) => Math.round(ns / 1000);
+    counter(METRIC.requestSuccess, 'Number of successful inference requests, all batch sizes.', (s) => s.successCount);
+    new Counter({
+      name: METRIC.requestFailure,
+      help: 'Number of failed inference requests, all batch sizes, by reason.',
+      labelNames: [...VERSION_LABELS, LABEL.reason],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const version of sources.versions()) {
+          const { failureCounts } = version.statistics.snapshot();
+          for (const reason of FAILURE_REASONS) this.inc({ ...versionLabels(version), reason }, failureCounts[reason]);
+        }
+      },
+    });
+    counter(METRIC.inferenceCount, 'Number of inferences performed (rows: a batch of 8 counts 8).', (s) => s.inferenceCount);
+    counter(METRIC.executionCount, 'Number of model executions performed.', (s) => s.executionCount);
+    counter(METRIC.requestDurationUs, 'Cumulative inference request duration in microseconds.', (s) => us(s.requestNs));
+    counter(METRIC.queueDurationUs, 'Cumulative inference queuing duration in microseconds.', (s) => us(s.queueNs));
+    counter(METRIC.computeInputDurationUs, 'Cumulative compute input duration in microseconds.', (s) => us(s.computeInputNs));
+    counter(METRIC.computeInferDurationUs, 'Cumulative compute inference duration in microseconds.', (s) => us(s.computeInferNs));
+    counter(METRIC.computeOutputDurationUs, 'Cumulative inference compute output duration in microseconds.', (s) => us(s.computeOutputNs));
+  }
+
+  private defineVersionGauges(): void {
+    const sources = this.sources;
+    const gauge = (name: string, help: string, labels: readonly string[], value: (v: ModelVersion) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: labels,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const version of sources.versions()) {
+            const current = value(version);
+            if (current !== undefined) this.set(labels.length === 3 ? tenantLabels(version) : versionLabels(version), current);
+          }
+        },
+      });
+    gauge(METRIC.pendingRequests, 'Instantaneous number of pending requests awaiting execution.', VERSION_LABELS, (v) => v.pendingRequests);
+    gauge(METRIC.modelLoadSeconds, 'Seconds the model version took to turn READY (load, warm-up, golden checks).', TENANT_LABELS, (v) => v.loadSeconds);
+    gauge(METRIC.modelReady, '1 when the model version serves, else 0.', TENANT_LABELS, (v) => (v.state === 'READY' ? 1 : 0));
+    gauge(METRIC.workerPoolThreads, 'Live worker threads of the version\'s pool.', TENANT_LABELS, (v) => v.poolThreads);
+    gauge(METRIC.workerPoolInstances, 'Configured worker threads of the version\'s pool (instance_group count).', TENANT_LABELS, (v) => v.poolInstances);
+    gauge(METRIC.workerPoolQueue, 'Tasks waiting for a free worker of the version\'s pool.', TENANT_LABELS, (v) => v.poolQueueSize);
+  }
+}
+
+function versionLabels(version: ModelVersion): Record<string, string> {
+  return { model: version.modelName, version: version.versionLabel };
+}
+
+function tenantLabels(version: ModelVersion): Record<string, string> {
+  return { model: version.modelName, version: version.versionLabel, tenant: version.tenant };
+}

@@ -1,0 +1,51 @@
+/**
+ * Per-call identity for logs: `request_id` from the `x-request-id` metadata
+ * (or generated, and returned in the trailing metadata) and `trace_id` from a
+ * W3C `traceparent` header. Neither ever becomes a metric label.
+ */
+import { randomUUID } from 'node:crypto';
+import { Metadata } from '@grpc/grpc-js';
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+export const TRACEPARENT_HEADER = 'traceparent';
+
+export interface RequestContext {
+  readonly requestId: string;
+  /** 32 lowercase hex digits, when the caller sent a valid traceparent. */
+  readonly traceId: string | undefined;
+}
+
+// Printable ASCII, bounded, so a hostile id cannot bloat or break log lines.
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+// version-traceid-parentid-flags; version ff is invalid, as are all-zero ids.
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+
+export function requestContextFrom(metadata: Metadata): RequestContext {
+  const given = firstString(metadata, REQUEST_ID_HEADER);
+  const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+  const traceparent = firstString(metadata, TRACEPARENT_HEADER);
+  return { requestId, traceId: traceparent === undefined ? undefined : parseTraceparent(traceparent) };
+}
+
+/** The trace id of a W3C traceparent, or undefined when it is malformed. */
+export function parseTraceparent(value: string): string | undefined {
+  const match = TRACEPARENT.exec(value.trim().toLowerCase());
+  if (match === null) return undefined;
+  const [, version, traceId, parentId] = match;
+  if (version === 'ff' || /^0+$/.test(traceId!) || /^0+$/.test(parentId!)) return undefined;
+  // Version 00 has exactly four fields; later versions may append more.
+  if (version === '00' && match[5] !== undefined) return undefined;
+  return traceId;
+}
+
+/** The trailing metadata every inference call ends with. */
+export function trailersFor(context: RequestContext): Metadata {
+  const trailers = new Metadata();
+  trailers.set(REQUEST_ID_HEADER, context.requestId);
+  return trailers;
+}
+
+function firstString(metadata: Metadata, key: string): string | undefined {
+  const value = metadata.get(key)[0];
+  return typeof value === 'string' ? value : undefined;
+}

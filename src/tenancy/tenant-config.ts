@@ -1,0 +1,82 @@
+/**
+ * Tenant quotas from the command line (`--tenant NAME:QUOTA`, repeatable) and
+ * from a tenants file (JSON: `{"tenants": {"NAME": "QUOTA", ...}}`). Quotas are
+ * byte sizes with optional binary or decimal suffixes: `512MiB`, `2GiB`,
+ * `100MB`, `4096`. Every model belongs to a tenant (config parameter `tenant`,
+ * default `default`); a tenant not configured has no quota of its own.
+ */
+import { readFileSync } from 'node:fs';
+
+export const DEFAULT_TENANT = 'default';
+
+export interface TenantQuota {
+  readonly name: string;
+  readonly quotaBytes: number;
+}
+
+/** Thrown for malformed tenant specs; the message names the spec and what was expected. */
+export class TenantConfigError extends Error {}
+
+const UNITS: Readonly<Record<string, number>> = {
+  '': 1, b: 1,
+  kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40,
+  kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12,
+  k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40,
+};
+
+/** Parses `512MiB`, `1.5GiB`, `100MB`, `4096` into bytes (an integer). */
+export function parseByteSize(text: string, what: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
+  const unit = match?.[2]?.toLowerCase() ?? '';
+  const factor = UNITS[unit];
+  if (!match || factor === undefined) {
+    throw new TenantConfigError(
+      `${what}: expected a byte size such as 4096, 512MiB, 2GiB or 100MB, got '${text}'`,
+    );
+  }
+  const bytes = Math.floor(Number(match[1]) * factor);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+    throw new TenantConfigError(`${what}: expected a positive size, got '${text}'`);
+  }
+  return bytes;
+}
+
+/** Parses one `--tenant NAME:QUOTA` value. */
+export function parseTenantFlag(spec: string): TenantQuota {
+  const colon = spec.lastIndexOf(':');
+  const name = colon > 0 ? spec.slice(0, colon) : '';
+  if (!/^[A-Za-z0-9_.-]+$/.test(name)) {
+    throw new TenantConfigError(`--tenant: expected NAME:QUOTA with NAME of letters, digits, '_', '.' or '-', got '${spec}'`);
+  }
+  return { name, quotaBytes: parseByteSize(spec.slice(colon + 1), `--tenant ${name}`) };
+}
+
+/** Reads a tenants file: `{"tenants": {"ads": "512MiB", "fraud": 1073741824}}`. */
+export function readTenantsFile(file: string): TenantQuota[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new TenantConfigError(`--tenants-file ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const tenants = (parsed as { tenants?: unknown } | null)?.tenants;
+  if (typeof tenants !== 'object' || tenants === null || Array.isArray(tenants)) {
+    throw new TenantConfigError(`--tenants-file ${file}: expected {"tenants": {"NAME": "QUOTA", ...}}`);
+  }
+  return Object.entries(tenants as Record<string, unknown>).map(([name, quota]) => {
+    if (typeof quota !== 'string' && typeof quota !== 'number') {
+      throw new TenantConfigError(`--tenants-file ${file}: tenant '${name}': expected a size string or number, got ${JSON.stringify(quota)}`);
+    }
+    return parseTenantFlag(`${name}:${String(quota)}`);
+  });
+}
+
+/** Merges file and flag tenants; a name given twice is an error rather than a silent override. */
+export function mergeTenants(...sources: TenantQuota[][]): TenantQuota[] {
+  const byName = new Map<string, TenantQuota>();
+  for (const tenant of sources.flat()) {
+    if (byName.has(tenant.name)) throw new TenantConfigError(`tenant '${tenant.name}' is configured more than once`);
+    byName.set(tenant.name, tenant);
+  }
+  return [...byName.values()];
+}

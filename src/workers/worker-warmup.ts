@@ -1,0 +1,69 @@
+/**
+ * The worker side of warm-up: runs inside each inference worker while piscina
+ * imports it (module init), right after the session is created, so a worker —
+ * an initial one or the replacement of a crashed one — takes no task before it
+ * is warm. piscina cannot address one particular worker, hence the handshake:
+ *
+ *   worker → main (parentPort): `hotpath:session` with the model's I/O and a port
+ *   main → worker (that port):  the WarmupPlan (once the config is complete)
+ *   worker → main (parentPort): `hotpath:warm` with runs, duration and failures
+ *
+ * A failed sample never throws out of module init: piscina would respawn the
+ * worker forever. It is reported, and the main thread decides.
+ *
+ * Thread-safety: confined to the worker thread.
+ */
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MessageChannel, parentPort, threadId } from 'node:worker_threads';
+import type * as ort from 'onnxruntime-node';
+import { toOrtTensor } from './ort-tensors.js';
+import type {
+  ModelIoDescription,
+  WarmupPlan,
+  WorkerSessionMessage,
+  WorkerWarmMessage,
+} from './worker-protocol.js';
+
+export async function warmUpWorker(session: ort.InferenceSession, io: ModelIoDescription): Promise<void> {
+  if (parentPort === null) return; // not in a worker (never the case under piscina)
+  const { port1, port2 } = new MessageChannel();
+  const planArrived = once(port1, 'message') as Promise<[WarmupPlan]>;
+  const hello: WorkerSessionMessage = { type: 'hotpath:session', threadId, io, port: port2 };
+  parentPort.postMessage(hello, [port2]);
+  const [plan] = await planArrived;
+  port1.close();
+
+  const started = performance.now();
+  const warnings: string[] = [];
+  let runs = 0;
+  let error: string | undefined;
+  if (plan.delayMs > 0) await sleep(plan.delayMs);
+  samples: for (const sample of plan.samples) {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const input of sample.inputs) feeds[input.name] = toOrtTensor(input);
+    for (let i = 0; i < sample.runs; i++) {
+      try {
+        await session.run(feeds);
+        runs += 1;
+      } catch (err) {
+        const message = `warm-up sample '${sample.name}' failed: ${err instanceof Error ? err.message : String(err)}`;
+        if (sample.required) {
+          error = message;
+          break samples;
+        }
+        warnings.push(message);
+        continue samples;
+      }
+    }
+  }
+  const done: WorkerWarmMessage = {
+    type: 'hotpath:warm',
+    threadId,
+    runs,
+    durationMs: performance.now() - started,
+    warnings,
+    ...(error !== undefined ? { error } : {}),
+  };
+  parentPort.postMessage(done);
+}

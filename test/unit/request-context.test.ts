@@ -1,0 +1,65 @@
+import { Metadata } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { Writable } from 'node:stream';
+import { AccessLog } from '../../src/observability/access-log.js';
+import { parseTraceparent, requestContextFrom } from '../../src/server/request-context.js';
+
+describe('request context', () => {
+  it('takes x-request-id and the W3C trace id', () => {
+    const metadata = new Metadata();
+    metadata.set('x-request-id', 'abc-123');
+    metadata.set('traceparent', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+    expect(requestContextFrom(metadata)).toEqual({ requestId: 'abc-123', traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
+  });
+
+  it('generates a request id when none (or an unusable one) is given', () => {
+    const metadata = new Metadata();
+    metadata.set('x-request-id', 'has spaces and is way too long '.repeat(10));
+    const context = requestContextFrom(metadata);
+    expect(context.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(context.traceId).toBeUndefined();
+  });
+
+  it('refuses malformed traceparents', () => {
+    for (const bad of [
+      'garbage',
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
+      'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra',
+    ]) {
+      expect(parseTraceparent(bad)).toBeUndefined();
+    }
+  });
+});
+
+describe('access log sampling', () => {
+  const capture = (rate: number, random: () => number) => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
+    return { log: new AccessLog(pino({ base: { service: 'hotpath' } }, sink), rate, random), lines };
+  };
+  const entry = { requestId: 'r', traceId: undefined, method: 'ModelInfer', model: 'm', modelVersion: '1', tenant: 'default', latencyMs: 1.5 };
+
+  it('keeps every error and samples successes', async () => {
+    const { log, lines } = capture(0.25, () => 0.5);
+    log.record({ ...entry, code: 0 });
+    log.record({ ...entry, code: 3, error: 'bad input' });
+    log.record({ ...entry, code: 13, error: 'boom' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.map((l) => [l['status'], l['level'], l['error']])).toEqual([
+      ['INVALID_ARGUMENT', 40, 'bad input'],
+      ['INTERNAL', 50, 'boom'],
+    ]);
+    const sampled = capture(0.25, () => 0.1);
+    sampled.log.record({ ...entry, code: 0 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sampled.lines[0]).toMatchObject({ component: 'access', status: 'OK', request_id: 'r', latency_ms: 1.5 });
+  });
+});
