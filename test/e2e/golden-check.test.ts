@@ -14,12 +14,10 @@ import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { directRun, tempRepository } from './helpers/repositories.js';
 import { httpJson } from './helpers/probes.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { TritonClient, f32Bytes, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 const ROWS = 4;
 const FEATURES = 32;
@@ -42,7 +40,7 @@ async function writeGolden(dir: string, name: string, file: string, inputs: numb
 }
 
 beforeAll(async () => {
-  repo = await tempRepository(async (dir) => {
+  served = await serveRepository(tempRepository(async (dir) => {
     await writeSampleRepository(dir, { only: ['ctr_mlp'] });
     await copyCtr(dir, 'ctr_good');
     await copyCtr(dir, 'ctr_reordered');
@@ -62,16 +60,10 @@ beforeAll(async () => {
     await writeFile(path.join(dir, 'bad_warmup', 'warmup', 'short.bin'), f32Bytes([1, 2, 3]));
     await appendFile(path.join(dir, 'bad_warmup', 'config.pbtxt'),
       'model_warmup [ { name: "from_file" batch_size: 1 inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: "short.bin" } } } ]\n');
-  });
-  server = await startServer(repo.dir);
-  client = new TritonClient(server.grpcAddress);
+  }));
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 const request = (model: string): Message => ({
   model_name: model,
@@ -81,39 +73,39 @@ const request = (model: string): Message => ({
 
 describe('golden checks', () => {
   it('serves a model whose golden outputs match', async () => {
-    expect(await client.call('ModelReady', { name: 'ctr_good' })).toEqual({ ready: true });
-    await client.call('ModelInfer', request('ctr_good'));
-    const ready = server.logs.find((l) => l['msg'] === 'model version ready' && l['model'] === 'ctr_good');
+    expect(await served.client.call('ModelReady', { name: 'ctr_good' })).toEqual({ ready: true });
+    await served.client.call('ModelInfer', request('ctr_good'));
+    const ready = served.server.logs.find((l) => l['msg'] === 'model version ready' && l['model'] === 'ctr_good');
     expect(ready).toMatchObject({ golden_cases: 1 });
   });
 
   it('keeps a mismatching model UNAVAILABLE, with the difference as its reason everywhere', async () => {
-    expect(await client.call('ModelReady', { name: 'ctr_reordered' })).toEqual({ ready: false });
-    const { models } = await client.call('RepositoryIndex', {});
+    expect(await served.client.call('ModelReady', { name: 'ctr_reordered' })).toEqual({ ready: false });
+    const { models } = await served.client.call('RepositoryIndex', {});
     const entry = models.find((m: Message) => m['name'] === 'ctr_reordered');
     expect(entry).toMatchObject({ version: '1', state: 'UNAVAILABLE' });
     expect(entry.reason).toMatch(GOLDEN_REASON);
 
-    const healthz = await httpJson(server.httpPort, '/healthz');
+    const healthz = await httpJson(served.server.httpPort, '/healthz');
     expect(healthz.status).toBe(503);
     expect(healthz.json.status).toBe('not_ready');
     expect(healthz.json.models.find((m: Message) => m['name'] === 'ctr_reordered')).toEqual(entry);
 
-    const err = await client.callError('ModelInfer', request('ctr_reordered'));
+    const err = await served.client.callError('ModelInfer', request('ctr_reordered'));
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
     expect(err.details).toMatch(/^model 'ctr_reordered' is not ready \(UNAVAILABLE: golden check failed: output 'score' row \d+ expected/);
     // A start-up model that is not ready keeps the server unready.
-    expect(await client.call('ServerReady')).toEqual({ ready: false });
+    expect(await served.client.call('ServerReady')).toEqual({ ready: false });
   });
 
   it('fails a run-time load on the golden check with FAILED_PRECONDITION', async () => {
-    const err = await client.callError('RepositoryModelLoad', { model_name: 'ctr_reordered' });
+    const err = await served.client.callError('RepositoryModelLoad', { model_name: 'ctr_reordered' });
     expect(err.code).toBe(grpc.status.FAILED_PRECONDITION);
     expect(err.details).toMatch(/^failed to load model 'ctr_reordered': golden check failed: output 'score' row \d+/);
   });
 
   it('keeps a model whose configured warm-up cannot be built UNAVAILABLE, naming the sample and file', async () => {
-    const { models } = await client.call('RepositoryIndex', {});
+    const { models } = await served.client.call('RepositoryIndex', {});
     const entry = models.find((m: Message) => m['name'] === 'bad_warmup');
     expect(entry).toMatchObject({ version: '1', state: 'UNAVAILABLE' });
     expect(entry.reason).toBe(

@@ -9,31 +9,23 @@ import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { encodeBytesTensor } from '../../src/tensor/bytes-codec.js';
 import { tempRepository } from './helpers/repositories.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { TritonClient, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 const modelName = (dt: TritonDatatype) => `identity_${dt.toLowerCase()}`;
 
 beforeAll(async () => {
-  repo = await tempRepository(async (dir) => {
+  served = await serveRepository(tempRepository(async (dir) => {
     for (const dtype of TRITON_DATATYPES) {
       await writeIdentityModel(dir, { name: modelName(dtype), dtype, maxBatchSize: 4, withConfig: true, dims: [3] });
     }
     await writeSampleRepository(dir, { only: ['typed_identity'] });
-  });
-  server = await startServer(repo.dir, ['--model-load-concurrency', '4']);
-  client = new TritonClient(server.grpcAddress);
+  }), ['--model-load-concurrency', '4']);
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 /** Six elements ([2,3]) of each datatype, as raw little-endian bytes, with edge values. */
 function rawSample(dtype: TritonDatatype): Buffer {
@@ -97,7 +89,7 @@ function typedAsRaw(dtype: TritonDatatype): Buffer {
 describe('datatype round trips', () => {
   it.each(TRITON_DATATYPES)('%s survives raw_input_contents → model → raw_output_contents unchanged', async (dtype) => {
     const bytes = rawSample(dtype);
-    const response = await client.call('ModelInfer', {
+    const response = await served.client.call('ModelInfer', {
       model_name: modelName(dtype),
       inputs: [{ name: 'INPUT0', datatype: dtype, shape: [2, 3] }],
       raw_input_contents: [bytes],
@@ -107,7 +99,7 @@ describe('datatype round trips', () => {
   });
 
   it.each(TRITON_DATATYPES.filter((dt) => dt !== 'FP16'))('%s is accepted in typed contents', async (dtype) => {
-    const response = await client.call('ModelInfer', {
+    const response = await served.client.call('ModelInfer', {
       model_name: modelName(dtype),
       inputs: [{ name: 'INPUT0', datatype: dtype, shape: [2, 3], contents: typedSample(dtype) }],
     });
@@ -116,7 +108,7 @@ describe('datatype round trips', () => {
   });
 
   it('says FP16 has no typed contents field', async () => {
-    const err = await client.callError('ModelInfer', {
+    const err = await served.client.callError('ModelInfer', {
       model_name: modelName('FP16'),
       inputs: [{ name: 'INPUT0', datatype: 'FP16', shape: [1, 3], contents: { fp32_contents: [1, 2, 3] } }],
     });
@@ -138,11 +130,11 @@ describe('datatype round trips', () => {
       inputs: names.map((name) => ({ name, datatype: datatypes[name], shape: [1, 4] })),
       raw_input_contents: names.map((name) => inputs[name]),
     };
-    const all = await client.call('ModelInfer', request);
+    const all = await served.client.call('ModelInfer', request);
     expect(all['outputs'].map((o: Message) => o['name'])).toEqual(['out_fp32', 'out_fp16', 'out_int64', 'out_bool', 'out_bytes']);
     names.forEach((name, i) => expect(Buffer.compare(all['raw_output_contents'][i], inputs[name])).toBe(0));
 
-    const subset = await client.call('ModelInfer', { ...request, outputs: [{ name: 'out_bytes' }, { name: 'out_fp16' }] });
+    const subset = await served.client.call('ModelInfer', { ...request, outputs: [{ name: 'out_bytes' }, { name: 'out_fp16' }] });
     expect(subset['outputs'].map((o: Message) => o['name'])).toEqual(['out_bytes', 'out_fp16']);
     expect(Buffer.compare(subset['raw_output_contents'][0], inputs.in_bytes)).toBe(0);
     expect(Buffer.compare(subset['raw_output_contents'][1], inputs.in_fp16)).toBe(0);

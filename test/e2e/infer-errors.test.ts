@@ -6,24 +6,16 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { tempRepository } from './helpers/repositories.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 beforeAll(async () => {
-  repo = await tempRepository((dir) => writeSampleRepository(dir, { only: ['ctr_mlp', 'typed_identity'] }));
-  server = await startServer(repo.dir);
-  client = new TritonClient(server.grpcAddress);
+  served = await serveRepository(tempRepository((dir) => writeSampleRepository(dir, { only: ['ctr_mlp', 'typed_identity'] })));
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 const row = new Float32Array(32).fill(0.25);
 const good = (): Message => ({
@@ -52,7 +44,7 @@ const typedIdentity = (overrides: Partial<Record<string, Message>> = {}, raw?: B
 };
 
 async function expectError(request: Message, code: grpc.status, message: RegExp): Promise<void> {
-  const err = await client.callError('ModelInfer', request);
+  const err = await served.client.callError('ModelInfer', request);
   expect(grpc.status[err.code]).toBe(grpc.status[code]);
   expect(err.details).toMatch(message);
 }
@@ -137,12 +129,12 @@ describe('ModelInfer errors', () => {
       { model_name: 'ctr_mlp' },
       typedIdentity({ in_bool: { shape: [1, 5] } }),
     ];
-    const goodOnes = Array.from({ length: 30 }, () => client.call('ModelInfer', good()));
-    const badOnes = Array.from({ length: 60 }, (_, i) => client.callError('ModelInfer', malformed[i % malformed.length]!));
+    const goodOnes = Array.from({ length: 30 }, () => served.client.call('ModelInfer', good()));
+    const badOnes = Array.from({ length: 60 }, (_, i) => served.client.callError('ModelInfer', malformed[i % malformed.length]!));
     const [results, errors] = await Promise.all([Promise.all(goodOnes), Promise.all(badOnes)]);
     const first = readF32(results[0]!['raw_output_contents'][0])[0];
     for (const result of results) expect(readF32(result['raw_output_contents'][0])[0]).toBe(first);
     for (const err of errors) expect([grpc.status.INVALID_ARGUMENT, grpc.status.NOT_FOUND]).toContain(err.code);
-    expect(await client.call('ServerReady')).toEqual({ ready: true });
+    expect(await served.client.call('ServerReady')).toEqual({ ready: true });
   });
 });

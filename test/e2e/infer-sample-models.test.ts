@@ -6,24 +6,16 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directRun, sampleRepository } from './helpers/repositories.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 beforeAll(async () => {
-  repo = await sampleRepository(['ctr_mlp', 'fraud_gbdt']);
-  server = await startServer(repo.dir);
-  client = new TritonClient(server.grpcAddress);
+  served = await serveRepository(sampleRepository(['ctr_mlp', 'fraud_gbdt']));
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 /** Deterministic distinct feature rows: row r of request k differs from every other. */
 function features(request: number, rows: number, width: number): Float32Array {
@@ -42,7 +34,7 @@ function inferRequest(model: string, data: Float32Array, rows: number, width: nu
 }
 
 async function reference(model: string, output: string, data: Float32Array, rows: number, width: number): Promise<Float32Array> {
-  const results = await directRun(path.join(repo.dir, model, '1', 'model.onnx'), {
+  const results = await directRun(path.join(served.dir, model, '1', 'model.onnx'), {
     features: new ort.Tensor('float32', data, [rows, width]),
   });
   return results[output]!.data as Float32Array;
@@ -56,7 +48,7 @@ function expectClose(actual: Float32Array, expected: Float32Array): void {
 describe('ModelInfer on sample models', () => {
   it('scores ctr_mlp like a direct onnxruntime run, echoing id and version', async () => {
     const data = features(1, 5, 32);
-    const response = await client.call('ModelInfer', inferRequest('ctr_mlp', data, 5, 32, 'req-1'));
+    const response = await served.client.call('ModelInfer', inferRequest('ctr_mlp', data, 5, 32, 'req-1'));
     expect(response).toMatchObject({ model_name: 'ctr_mlp', model_version: '1', id: 'req-1' });
     expect(response['outputs']).toEqual([{ name: 'score', datatype: 'FP32', shape: ['5', '1'], parameters: {}, contents: null }]);
     const scores = readF32(response['raw_output_contents'][0]);
@@ -67,14 +59,14 @@ describe('ModelInfer on sample models', () => {
 
   it('scores fraud_gbdt like a direct onnxruntime run', async () => {
     const data = features(2, 7, 16);
-    const response = await client.call('ModelInfer', inferRequest('fraud_gbdt', data, 7, 16));
+    const response = await served.client.call('ModelInfer', inferRequest('fraud_gbdt', data, 7, 16));
     expect(response['outputs'][0]).toMatchObject({ name: 'probability', datatype: 'FP32', shape: ['7', '1'] });
     expectClose(readF32(response['raw_output_contents'][0]), await reference('fraud_gbdt', 'probability', data, 7, 16));
   });
 
   it('accepts typed fp32_contents as well as raw bytes', async () => {
     const data = features(3, 2, 32);
-    const response = await client.call('ModelInfer', {
+    const response = await served.client.call('ModelInfer', {
       model_name: 'ctr_mlp',
       model_version: '1',
       inputs: [{ name: 'features', datatype: 'FP32', shape: [2, 32], contents: { fp32_contents: Array.from(data) } }],
@@ -86,10 +78,10 @@ describe('ModelInfer on sample models', () => {
     const count = 200;
     const inputs = Array.from({ length: count }, (_, k) => features(100 + k, 1 + (k % 4), 32));
     const responses = await Promise.all(
-      inputs.map((data, k) => client.call('ModelInfer', inferRequest('ctr_mlp', data, data.length / 32, 32, `c-${k}`))),
+      inputs.map((data, k) => served.client.call('ModelInfer', inferRequest('ctr_mlp', data, data.length / 32, 32, `c-${k}`))),
     );
     // Reference: one direct session, each input run on its own.
-    const session = await ort.InferenceSession.create(path.join(repo.dir, 'ctr_mlp', '1', 'model.onnx'));
+    const session = await ort.InferenceSession.create(path.join(served.dir, 'ctr_mlp', '1', 'model.onnx'));
     for (let k = 0; k < count; k++) {
       const data = inputs[k]!;
       const expected = (await session.run({ features: new ort.Tensor('float32', data, [data.length / 32, 32]) }))['score']!;
@@ -100,22 +92,22 @@ describe('ModelInfer on sample models', () => {
   });
 
   it('counts successes, rows and executions in ModelStatistics', async () => {
-    const before = (await client.call('ModelStatistics', { name: 'fraud_gbdt', version: '1' }))['model_stats'][0];
-    await client.call('ModelInfer', inferRequest('fraud_gbdt', features(9, 3, 16), 3, 16));
-    const after = (await client.call('ModelStatistics', { name: 'fraud_gbdt', version: '1' }))['model_stats'][0];
+    const before = (await served.client.call('ModelStatistics', { name: 'fraud_gbdt', version: '1' }))['model_stats'][0];
+    await served.client.call('ModelInfer', inferRequest('fraud_gbdt', features(9, 3, 16), 3, 16));
+    const after = (await served.client.call('ModelStatistics', { name: 'fraud_gbdt', version: '1' }))['model_stats'][0];
     expect(Number(after.inference_count) - Number(before.inference_count)).toBe(3);
     expect(Number(after.execution_count) - Number(before.execution_count)).toBe(1);
     expect(Number(after.inference_stats.success.count) - Number(before.inference_stats.success.count)).toBe(1);
     expect(Number(after.inference_stats.compute_infer.ns)).toBeGreaterThan(Number(before.inference_stats.compute_infer.ns));
     expect(Number(after.last_inference)).toBeGreaterThan(Date.now() - 60_000);
-    const all = await client.call('ModelStatistics', { name: '', version: '' });
+    const all = await served.client.call('ModelStatistics', { name: '', version: '' });
     expect(all['model_stats'].map((s: Message) => s['name']).sort()).toEqual(['ctr_mlp', 'fraud_gbdt']);
   });
 });
 
 describe('ModelStreamInfer', () => {
   it('answers each streamed request with its own id and result, errors inline', async () => {
-    const stream = client.stream();
+    const stream = served.client.stream();
     const received: Message[] = [];
     const done = new Promise<void>((resolve, reject) => {
       stream.on('data', (message: Message) => received.push(message));

@@ -9,24 +9,16 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleRepository } from './helpers/repositories.js';
 import { httpGet, scrape } from './helpers/probes.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { f32Bytes, TritonClient, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 beforeAll(async () => {
-  repo = await sampleRepository(['ctr_mlp']);
-  server = await startServer(repo.dir);
-  client = new TritonClient(server.grpcAddress);
+  served = await serveRepository(sampleRepository(['ctr_mlp']));
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 const V = 'model="ctr_mlp",version="1"';
 const T = `${V},tenant="default"`;
@@ -45,12 +37,12 @@ const seriesOf = (metrics: Map<string, number>) =>
 describe('metrics', () => {
   it('count exactly the requests sent', async () => {
     const batches = [1, 2, 3, 1, 2, 3, 4];
-    for (const rows of batches) await client.call('ModelInfer', request(rows));
+    for (const rows of batches) await served.client.call('ModelInfer', request(rows));
     for (let i = 0; i < 3; i++) {
-      const err = await client.callError('ModelInfer', { ...request(1), inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 31] }] });
+      const err = await served.client.callError('ModelInfer', { ...request(1), inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 31] }] });
       expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
     }
-    const m = await scrape(server.metricsPort);
+    const m = await scrape(served.server.metricsPort);
     expect(m.get(`nv_inference_request_success{${V}}`)).toBe(7);
     expect(m.get(`nv_inference_request_failure{${V},reason="REJECTED"}`)).toBe(3);
     expect(m.get(`nv_inference_request_failure{${V},reason="BACKEND"}`)).toBe(0);
@@ -73,13 +65,13 @@ describe('metrics', () => {
     expect(m.get(`hotpath_worker_pool_instances{${T}}`)).toBe(1);
     expect(m.get('hotpath_inflight_requests')).toBe(0);
     // The ModelStatistics RPC and the metrics read the same counters.
-    const stats = (await client.call('ModelStatistics', { name: 'ctr_mlp' }))['model_stats'][0];
+    const stats = (await served.client.call('ModelStatistics', { name: 'ctr_mlp' }))['model_stats'][0];
     expect(stats.inference_stats.success.count).toBe('7');
     expect(stats.inference_count).toBe('16');
   });
 
   it('keep their label sets bounded after 1,000 requests with random ids', async () => {
-    const before = seriesOf(await scrape(server.metricsPort));
+    const before = seriesOf(await scrape(served.server.metricsPort));
     const ids: string[] = [];
     let next = 0;
     const worker = async () => {
@@ -92,24 +84,24 @@ describe('metrics', () => {
         metadata.set('traceparent', `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`);
         if (n % 10 === 0) {
           // Unknown model names must not become label values either.
-          await client.call('ModelInfer', { ...request(1, id), model_name: `model-${id}` }, metadata).catch(() => undefined);
+          await served.client.call('ModelInfer', { ...request(1, id), model_name: `model-${id}` }, metadata).catch(() => undefined);
         } else {
-          await client.call('ModelInfer', request(1 + (n % 4), id), metadata);
+          await served.client.call('ModelInfer', request(1 + (n % 4), id), metadata);
         }
       }
     };
     await Promise.all(Array.from({ length: 32 }, worker));
-    const text = (await httpGet(server.metricsPort, '/metrics')).body;
-    const after = seriesOf(await scrape(server.metricsPort));
+    const text = (await httpGet(served.server.metricsPort, '/metrics')).body;
+    const after = seriesOf(await scrape(served.server.metricsPort));
     expect(after).toEqual(before);
     for (const id of ids.slice(0, 50)) expect(text).not.toContain(id);
     const labelNames = new Set([...text.matchAll(/[{,]([a-z_]+)="/g)].map((match) => match[1]));
     for (const name of labelNames) expect(['model', 'version', 'tenant', 'reason', 'le', // hotpath's and Triton's
       'kind', 'space', 'type', 'major', 'minor', 'patch']).toContain(name);
-    expect((await scrape(server.metricsPort)).get(`nv_inference_request_success{${V}}`)).toBe(7 + 900);
+    expect((await scrape(served.server.metricsPort)).get(`nv_inference_request_success{${V}}`)).toBe(7 + 900);
   });
 
   it('answer 404 for anything but GET /metrics', async () => {
-    expect((await httpGet(server.metricsPort, '/nope')).status).toBe(404);
+    expect((await httpGet(served.server.metricsPort, '/nope')).status).toBe(404);
   });
 });

@@ -13,12 +13,10 @@ import { writeModelFiles } from '../../models/lib/repository-writer.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { TensorProto_DataType } from '../../src/generated/onnx/onnx_pb.js';
 import { tempRepository } from './helpers/repositories.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 // Reshapes its input to [-1, 3]: fine for 3 or 6 elements, an onnxruntime error for 2.
 const reshapeModel = () =>
@@ -34,7 +32,7 @@ const reshapeModel = () =>
   });
 
 beforeAll(async () => {
-  repo = await tempRepository(async (dir) => {
+  served = await serveRepository(tempRepository(async (dir) => {
     await writeSampleRepository(dir, { only: ['ctr_mlp'] });
     // Three versions under the default policy (latest 1) and under `all`.
     for (const version of [1, 2, 3]) {
@@ -55,16 +53,10 @@ beforeAll(async () => {
         'output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1, 3 ] } ]',
       ].join('\n'),
     });
-  });
-  server = await startServer(repo.dir);
-  client = new TritonClient(server.grpcAddress);
+  }));
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 const ctrRequest = (seed: number): Message => ({
   model_name: 'ctr_mlp',
@@ -74,9 +66,9 @@ const ctrRequest = (seed: number): Message => ({
 
 describe('version policy', () => {
   it('serves only the latest version by default', async () => {
-    const metadata = await client.call('ModelMetadata', { name: 'versioned' });
+    const metadata = await served.client.call('ModelMetadata', { name: 'versioned' });
     expect(metadata['versions']).toEqual(['3']);
-    const err = await client.callError('ModelInfer', {
+    const err = await served.client.callError('ModelInfer', {
       model_name: 'versioned', model_version: '1',
       inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([1])],
     });
@@ -85,38 +77,38 @@ describe('version policy', () => {
   });
 
   it('serves every version under `all`, and warns about an unknown config field without failing', async () => {
-    const metadata = await client.call('ModelMetadata', { name: 'versioned_all' });
+    const metadata = await served.client.call('ModelMetadata', { name: 'versioned_all' });
     expect(metadata['versions']).toEqual(['3', '2', '1']);
     for (const version of ['1', '2', '3']) {
-      const response = await client.call('ModelInfer', {
+      const response = await served.client.call('ModelInfer', {
         model_name: 'versioned_all', model_version: version,
         inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 2] }], raw_input_contents: [Buffer.from(Int32Array.from([7, -7]).buffer)],
       });
       expect(response['model_version']).toBe(version);
       expect(Buffer.from(response['raw_output_contents'][0])).toEqual(Buffer.from(Int32Array.from([7, -7]).buffer));
     }
-    const warning = server.logs.find((l) => l['level'] === 'warn' && String(l['msg']).includes('future_option'));
+    const warning = served.server.logs.find((l) => l['level'] === 'warn' && String(l['msg']).includes('future_option'));
     expect(warning?.['msg']).toMatch(/versioned_all[/\\]config\.pbtxt:\d+: unknown field 'future_option'/);
   });
 });
 
 describe('config', () => {
   it('completes a missing config.pbtxt from the ONNX model', async () => {
-    const { config } = await client.call('ModelConfig', { name: 'no_config' });
+    const { config } = await served.client.call('ModelConfig', { name: 'no_config' });
     expect(config).toMatchObject({ name: 'no_config', platform: 'onnxruntime_onnx', max_batch_size: 4 });
     expect(config.input).toMatchObject([{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: ['2'] }]);
     expect(config.output).toMatchObject([{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: ['2'] }]);
   });
 
   it('fails only the model with an invalid config, with file, line and reason', async () => {
-    const { models } = await client.call('RepositoryIndex', {});
+    const { models } = await served.client.call('RepositoryIndex', {});
     const broken = models.find((m: Message) => m['name'] === 'broken_config');
     expect(broken).toMatchObject({ version: '', state: 'UNAVAILABLE' });
     expect(broken.reason).toMatch(/broken_config[/\\]config\.pbtxt:3: .+/);
     expect(models.filter((m: Message) => m['state'] === 'READY').map((m: Message) => m['name'])).toEqual(
       expect.arrayContaining(['ctr_mlp', 'no_config', 'reshape_three', 'versioned', 'versioned_all']),
     );
-    const err = await client.callError('ModelInfer', { model_name: 'broken_config' });
+    const err = await served.client.callError('ModelInfer', { model_name: 'broken_config' });
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
     expect(err.details).toMatch(/model 'broken_config' is not ready \(UNAVAILABLE: .*config\.pbtxt:3:/);
   });
@@ -129,23 +121,23 @@ describe('onnxruntime errors', () => {
       inputs: [{ name: 'X', datatype: 'FP32', shape: [values.length] }],
       raw_input_contents: [f32Bytes(values)],
     });
-    const err = await client.callError('ModelInfer', call([1, 2]));
+    const err = await served.client.callError('ModelInfer', call([1, 2]));
     expect(err.code).toBe(grpc.status.INTERNAL);
     expect(err.details).toMatch(/^inference failed: .*reshape/i);
-    const ok = await client.call('ModelInfer', call([1, 2, 3, 4, 5, 6]));
+    const ok = await served.client.call('ModelInfer', call([1, 2, 3, 4, 5, 6]));
     expect(ok['outputs'][0].shape).toEqual(['2', '3']);
   });
 });
 
 describe('load and unload at run time', () => {
   it('unloads under traffic without failing admitted requests, then reloads', async () => {
-    const expected = readF32((await client.call('ModelInfer', ctrRequest(1)))['raw_output_contents'][0]);
+    const expected = readF32((await served.client.call('ModelInfer', ctrRequest(1)))['raw_output_contents'][0]);
     let successes = 0;
     const failures: { code: number; details: string }[] = [];
     const loop = async () => {
       for (;;) {
         try {
-          const response = await client.call('ModelInfer', ctrRequest(1));
+          const response = await served.client.call('ModelInfer', ctrRequest(1));
           expect(readF32(response['raw_output_contents'][0])).toEqual(expected);
           successes += 1;
         } catch (err) {
@@ -156,7 +148,7 @@ describe('load and unload at run time', () => {
     };
     const loops = Array.from({ length: 8 }, loop);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await client.call('RepositoryModelUnload', { model_name: 'ctr_mlp' });
+    await served.client.call('RepositoryModelUnload', { model_name: 'ctr_mlp' });
     await Promise.all(loops);
     expect(successes).toBeGreaterThan(8);
     expect(failures).toHaveLength(8);
@@ -164,27 +156,27 @@ describe('load and unload at run time', () => {
       expect(failure.code).toBe(grpc.status.UNAVAILABLE);
       expect(failure.details).toMatch(/model 'ctr_mlp' is not ready \((UNLOADING|UNAVAILABLE: unloaded)\)/);
     }
-    expect(await client.call('ModelReady', { name: 'ctr_mlp' })).toEqual({ ready: false });
-    const { models } = await client.call('RepositoryIndex', {});
+    expect(await served.client.call('ModelReady', { name: 'ctr_mlp' })).toEqual({ ready: false });
+    const { models } = await served.client.call('RepositoryIndex', {});
     expect(models.find((m: Message) => m['name'] === 'ctr_mlp')).toMatchObject({ state: 'UNAVAILABLE', reason: 'unloaded' });
 
-    await client.call('RepositoryModelLoad', { model_name: 'ctr_mlp' });
-    expect(await client.call('ModelReady', { name: 'ctr_mlp' })).toEqual({ ready: true });
-    expect(readF32((await client.call('ModelInfer', ctrRequest(1)))['raw_output_contents'][0])).toEqual(expected);
+    await served.client.call('RepositoryModelLoad', { model_name: 'ctr_mlp' });
+    expect(await served.client.call('ModelReady', { name: 'ctr_mlp' })).toEqual({ ready: true });
+    expect(readF32((await served.client.call('ModelInfer', ctrRequest(1)))['raw_output_contents'][0])).toEqual(expected);
   });
 
   it('loads a model added after start-up, and refuses one that does not exist', async () => {
-    await writeIdentityModel(repo.dir, { name: 'late_arrival', dtype: 'INT64', maxBatchSize: 2, withConfig: true });
-    await client.call('RepositoryModelLoad', { model_name: 'late_arrival' });
-    expect(await client.call('ModelReady', { name: 'late_arrival' })).toEqual({ ready: true });
-    const err = await client.callError('RepositoryModelLoad', { model_name: 'never_was' });
+    await writeIdentityModel(served.dir, { name: 'late_arrival', dtype: 'INT64', maxBatchSize: 2, withConfig: true });
+    await served.client.call('RepositoryModelLoad', { model_name: 'late_arrival' });
+    expect(await served.client.call('ModelReady', { name: 'late_arrival' })).toEqual({ ready: true });
+    const err = await served.client.callError('RepositoryModelLoad', { model_name: 'never_was' });
     expect(err.code).toBe(grpc.status.NOT_FOUND);
     expect(err.details).toMatch(/model 'never_was' is not found in repository/);
   });
 
   it('is not ready while a start-up model is broken, and ready once it is unloaded', async () => {
-    expect(await client.call('ServerReady')).toEqual({ ready: false });
-    await client.call('RepositoryModelUnload', { model_name: 'broken_config' });
-    expect(await client.call('ServerReady')).toEqual({ ready: true });
+    expect(await served.client.call('ServerReady')).toEqual({ ready: false });
+    await served.client.call('RepositoryModelUnload', { model_name: 'broken_config' });
+    expect(await served.client.call('ServerReady')).toEqual({ ready: true });
   });
 });

@@ -11,16 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { tempRepository } from './helpers/repositories.js';
 import { healthCheck, httpGet, httpJson, NOT_SERVING, scrape, SERVING } from './helpers/probes.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { TritonClient, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
+import { startServer } from './helpers/server-process.js';
 
 const WARMUP_DELAY_MS = 1500;
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 beforeAll(async () => {
-  repo = await tempRepository(async (dir) => {
+  served = await serveRepository(tempRepository(async (dir) => {
     await writeIdentityModel(dir, { name: 'slow_warm', dtype: 'FP32', maxBatchSize: 4, withConfig: true, dims: [3] });
     await appendFile(path.join(dir, 'slow_warm', 'config.pbtxt'), [
       'instance_group [ { count: 1 kind: KIND_CPU } ]', // a second worker: each one warms
@@ -35,25 +34,19 @@ model_warmup [
   { name: "from_file" batch_size: 4 inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 3 ] input_data_file: "row.bin" } } }
 ]
 `);
-  });
-  server = await startServer(repo.dir, ['--enable-fault-injection'], { waitFor: 'listening' });
-  client = new TritonClient(server.grpcAddress);
+  }), ['--enable-fault-injection'], { waitFor: 'listening' });
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 const indexEntry = async (name: string): Promise<Message | undefined> =>
-  ((await client.call('RepositoryIndex', {}))['models'] as Message[]).find((m) => m['name'] === name);
+  ((await served.client.call('RepositoryIndex', {}))['models'] as Message[]).find((m) => m['name'] === name);
 
 describe('warm-up before readiness', () => {
   it('is live but not ready while a model warms, then ready on every surface', async () => {
     // Live at once, whatever the models do.
-    expect(await client.call('ServerLive')).toEqual({ live: true });
-    expect((await httpGet(server.httpPort, '/v2/health/live')).status).toBe(200);
+    expect(await served.client.call('ServerLive')).toEqual({ live: true });
+    expect((await httpGet(served.server.httpPort, '/v2/health/live')).status).toBe(200);
 
     // The entry shows the warm-up as its reason once the workers have started.
     let entry = await indexEntry('slow_warm');
@@ -62,23 +55,23 @@ describe('warm-up before readiness', () => {
       entry = await indexEntry('slow_warm');
     }
     expect(entry).toMatchObject({ name: 'slow_warm', version: '1', state: 'LOADING', reason: 'warming up' });
-    expect(await client.call('ModelReady', { name: 'slow_warm' })).toEqual({ ready: false });
-    expect(await client.call('ServerReady')).toEqual({ ready: false });
-    expect((await httpGet(server.httpPort, '/v2/health/ready')).status).toBe(503);
-    expect(await healthCheck(server.grpcAddress)).toBe(NOT_SERVING);
-    const healthz = await httpJson(server.httpPort, '/healthz');
+    expect(await served.client.call('ModelReady', { name: 'slow_warm' })).toEqual({ ready: false });
+    expect(await served.client.call('ServerReady')).toEqual({ ready: false });
+    expect((await httpGet(served.server.httpPort, '/v2/health/ready')).status).toBe(503);
+    expect(await healthCheck(served.server.grpcAddress)).toBe(NOT_SERVING);
+    const healthz = await httpJson(served.server.httpPort, '/healthz');
     expect(healthz.status).toBe(503);
     expect(healthz.json.status).toBe('not_ready');
     expect(healthz.json.models).toContainEqual({ name: 'slow_warm', version: '1', state: 'LOADING', reason: 'warming up' });
-    const err = await client.callError('ModelInfer', { model_name: 'slow_warm' });
+    const err = await served.client.callError('ModelInfer', { model_name: 'slow_warm' });
     expect(err.details).toMatch(/model 'slow_warm' is not ready \(LOADING: warming up\)/);
 
-    await server.waitForLog((l) => l['msg'] === 'hotpath serving');
-    expect(await client.call('ModelReady', { name: 'slow_warm' })).toEqual({ ready: true });
-    expect(await client.call('ServerReady')).toEqual({ ready: true });
-    expect((await httpGet(server.httpPort, '/v2/health/ready')).status).toBe(200);
-    expect(await healthCheck(server.grpcAddress)).toBe(SERVING);
-    const after = await httpJson(server.httpPort, '/healthz');
+    await served.server.waitForLog((l) => l['msg'] === 'hotpath serving');
+    expect(await served.client.call('ModelReady', { name: 'slow_warm' })).toEqual({ ready: true });
+    expect(await served.client.call('ServerReady')).toEqual({ ready: true });
+    expect((await httpGet(served.server.httpPort, '/v2/health/ready')).status).toBe(200);
+    expect(await healthCheck(served.server.grpcAddress)).toBe(SERVING);
+    const after = await httpJson(served.server.httpPort, '/healthz');
     expect(after.status).toBe(200);
     expect(after.json).toEqual({
       status: 'ready',
@@ -90,16 +83,16 @@ describe('warm-up before readiness', () => {
   });
 
   it('logs and exports the time to ready, with every worker warmed', async () => {
-    const ready = server.logs.find((l) => l['msg'] === 'model version ready' && l['model'] === 'slow_warm');
+    const ready = served.server.logs.find((l) => l['msg'] === 'model version ready' && l['model'] === 'slow_warm');
     expect(ready).toMatchObject({ component: 'repository', model_version: '1', tenant: 'default', warmup_workers: 2, warmup_runs: 2 });
     expect(ready!['load_ms'] as number).toBeGreaterThanOrEqual(WARMUP_DELAY_MS);
-    const metrics = await scrape(server.metricsPort);
+    const metrics = await scrape(served.server.metricsPort);
     expect(metrics.get('hotpath_model_load_seconds{model="slow_warm",version="1",tenant="default"}')).toBeGreaterThanOrEqual(WARMUP_DELAY_MS / 1000);
     expect(metrics.get('hotpath_worker_pool_threads{model="slow_warm",version="1",tenant="default"}')).toBe(2);
   });
 
   it('runs configured model_warmup samples `count` times in each worker', () => {
-    const ready = server.logs.find((l) => l['msg'] === 'model version ready' && l['model'] === 'configured_warm');
+    const ready = served.server.logs.find((l) => l['msg'] === 'model version ready' && l['model'] === 'configured_warm');
     // zeros: 3 runs, from_file: 1 run.
     expect(ready).toMatchObject({ warmup_samples: 2, warmup_runs: 4, warmup_workers: 1 });
   });

@@ -6,24 +6,16 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleRepository } from './helpers/repositories.js';
-import { startServer, type RunningServer } from './helpers/server-process.js';
 import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
-let server: RunningServer;
-let client: TritonClient;
-let repo: { dir: string; remove: () => Promise<void> };
+let served: ServedRepository;
 
 beforeAll(async () => {
-  repo = await sampleRepository(['ctr_mlp']);
-  server = await startServer(repo.dir, ['--enable-fault-injection']);
-  client = new TritonClient(server.grpcAddress);
+  served = await serveRepository(sampleRepository(['ctr_mlp']), ['--enable-fault-injection']);
 });
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await repo?.remove();
-});
+afterAll(() => served?.close());
 
 const request = (seed: number, parameters: Message = {}): Message => ({
   model_name: 'ctr_mlp',
@@ -35,21 +27,21 @@ const request = (seed: number, parameters: Message = {}): Message => ({
 
 describe('worker crash', () => {
   it('fails only the crashed request, then serves on a replacement worker', async () => {
-    const baseline = await Promise.all(Array.from({ length: 20 }, (_, k) => client.call('ModelInfer', request(k))));
-    const crash = client.callError('ModelInfer', request(999, { hotpath_fault: { string_param: 'crash-worker' } }));
-    const during = Array.from({ length: 20 }, (_, k) => client.call('ModelInfer', request(k)));
+    const baseline = await Promise.all(Array.from({ length: 20 }, (_, k) => served.client.call('ModelInfer', request(k))));
+    const crash = served.client.callError('ModelInfer', request(999, { hotpath_fault: { string_param: 'crash-worker' } }));
+    const during = Array.from({ length: 20 }, (_, k) => served.client.call('ModelInfer', request(k)));
     const err = await crash;
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
     expect(err.details).toMatch(/inference worker died while running the request \(worker exited with code: 70\)/);
     const survivors = await Promise.all(during);
-    const after = await Promise.all(Array.from({ length: 20 }, (_, k) => client.call('ModelInfer', request(k))));
+    const after = await Promise.all(Array.from({ length: 20 }, (_, k) => served.client.call('ModelInfer', request(k))));
     for (let k = 0; k < 20; k++) {
       const expected = readF32(baseline[k]!['raw_output_contents'][0]);
       expect(readF32(survivors[k]!['raw_output_contents'][0])).toEqual(expected);
       expect(readF32(after[k]!['raw_output_contents'][0])).toEqual(expected);
     }
-    expect(await client.call('ModelReady', { name: 'ctr_mlp' })).toEqual({ ready: true });
-    const stats = (await client.call('ModelStatistics', { name: 'ctr_mlp' }))['model_stats'][0];
+    expect(await served.client.call('ModelReady', { name: 'ctr_mlp' })).toEqual({ ready: true });
+    const stats = (await served.client.call('ModelStatistics', { name: 'ctr_mlp' }))['model_stats'][0];
     expect(stats.inference_stats.fail.count).toBe('1');
     expect(stats.inference_stats.success.count).toBe('60');
   });
