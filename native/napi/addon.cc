@@ -7,6 +7,7 @@
 #include <napi.h>
 
 #include "napi/addon_data.h"
+#include "napi/arena_binding.h"
 #include "napi/build_info_binding.h"
 #include "napi/device_binding.h"
 
@@ -17,6 +18,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   hotpath::napi::AddonData::Install(env);
   hotpath::napi::RegisterBuildInfoBinding(env, exports);
   hotpath::napi::RegisterDeviceBinding(env, exports);
+  hotpath::napi::RegisterArenaBinding(env, exports);
   return exports;
 }
 

@@ -1,0 +1,25 @@
+// What a benchmark suite is, for bench/run.ts. A suite measures, returns a
+// JSON-able report (its shape is fixed by the issue that adds the suite) and
+// a few rows for the console table. Suites never assert on timings.
+
+export interface SuiteContext {
+  /** Shorter runs for smoke checks (CI); figures are noisier. */
+  readonly quick: boolean;
+  /** The package root (where CMakeLists.txt and package.json live). */
+  readonly root: string;
+  /** Progress lines go to stderr so stdout stays parseable. */
+  readonly log: (line: string) => void;
+}
+
+export interface SuiteReport {
+  /** Written to the JSON file as is; always has `suite`. */
+  readonly json: { readonly suite: string } & Record<string, unknown>;
+  /** [label, value] rows for the console. */
+  readonly table: readonly (readonly [string, string])[];
+}
+
+export interface BenchSuite {
+  readonly name: string;
+  readonly description: string;
+  run(context: SuiteContext): Promise<SuiteReport>;
+}
