@@ -10,9 +10,18 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import { createRootLogger } from './observability/logger.js';
+import {
+  mergeTenants,
+  parseByteSize,
+  parseTenantFlag,
+  readTenantsFile,
+  TenantConfigError,
+  type TenantQuota,
+} from './tenancy/tenant-config.js';
 import { HotpathServer } from './server/hotpath-server.js';
 
 const USAGE = `usage: hotpath serve --model-repository DIR [options]
@@ -31,6 +40,11 @@ options:
   --drain-delay S              on SIGTERM/SIGINT, seconds between turning unready and
                                refusing new calls (default 5)
   --drain-timeout S            seconds in-flight requests get to finish after that (default 30)
+  --memory-capacity SIZE       memory arena capacity for request buffers and model footprints,
+                               all tenants together (default: half the machine's memory)
+  --tenant NAME:QUOTA          a tenant and its hard memory quota, e.g. ads:512MiB (repeatable);
+                               models pick theirs with the config parameter 'tenant'
+  --tenants-file FILE          tenants as JSON: {"tenants": {"NAME": "QUOTA", ...}}
   --log-level LEVEL            trace|debug|info|warn|error|fatal|silent (default info)
   --enable-fault-injection     honour test-only fault hooks (never in production)
 
@@ -51,6 +65,8 @@ export interface ServeOptions {
   drainTimeoutMs: number;
   logLevel: LevelWithSilent;
   faultInjection: boolean;
+  memoryCapacityBytes: number;
+  tenants: TenantQuota[];
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -73,6 +89,9 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'drain-timeout': { type: 'string', default: '30' },
       'log-level': { type: 'string', default: 'info' },
       'enable-fault-injection': { type: 'boolean', default: false },
+      'memory-capacity': { type: 'string' },
+      tenant: { type: 'string', multiple: true, default: [] },
+      'tenants-file': { type: 'string' },
     },
   });
   const repository = values['model-repository'];
@@ -95,7 +114,31 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     drainTimeoutMs: Math.round(numberFlag('--drain-timeout', values['drain-timeout'] as string, 0, 3600) * 1000),
     logLevel: level,
     faultInjection: values['enable-fault-injection'] as boolean,
+    ...memoryOptions(values['memory-capacity'], values.tenant as string[], values['tenants-file']),
   };
+}
+
+function memoryOptions(
+  capacity: string | undefined,
+  tenantFlags: string[],
+  tenantsFile: string | undefined,
+): Pick<ServeOptions, 'memoryCapacityBytes' | 'tenants'> {
+  try {
+    const memoryCapacityBytes = capacity === undefined
+      ? Math.floor(os.totalmem() / 2)
+      : parseByteSize(capacity, '--memory-capacity');
+    const tenants = mergeTenants(tenantsFile ? readTenantsFile(tenantsFile) : [], tenantFlags.map(parseTenantFlag));
+    const tooBig = tenants.find((t) => t.quotaBytes > memoryCapacityBytes);
+    if (tooBig !== undefined) {
+      throw new UsageError(
+        `--tenant ${tooBig.name}: quota ${tooBig.quotaBytes} bytes exceeds the memory capacity of ${memoryCapacityBytes} bytes`,
+      );
+    }
+    return { memoryCapacityBytes, tenants };
+  } catch (err) {
+    if (err instanceof TenantConfigError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 class UsageError extends Error {}
@@ -144,6 +187,8 @@ async function serve(argv: string[]): Promise<void> {
     accessLogSampleRate: options.accessLogSampleRate,
     drainDelayMs: options.drainDelayMs,
     drainTimeoutMs: options.drainTimeoutMs,
+    memoryCapacityBytes: options.memoryCapacityBytes,
+    tenants: options.tenants,
     faultInjection: options.faultInjection,
     serverName: 'hotpath',
     serverVersion: packageVersion(),

@@ -4,6 +4,7 @@
  * clients always get the right code and a message naming what was wrong.
  */
 import { status, type ServiceError, Metadata } from '@grpc/grpc-js';
+import { NativeError, type NativeStatusCode } from '../native/native-error.js';
 import { WorkerCrashedError } from '../workers/model-pool.js';
 
 export class ServingError extends Error {
@@ -26,10 +27,22 @@ export const internal = (message: string): ServingError => new ServingError(stat
 export function toServiceError(err: unknown): Partial<ServiceError> & { code: status; details: string } {
   if (err instanceof ServingError) return serviceError(err.code, err.message);
   if (err instanceof WorkerCrashedError) return serviceError(status.UNAVAILABLE, err.message);
+  if (err instanceof NativeError) return serviceError(NATIVE_STATUS[err.code], err.message);
   // Anything else escaped from onnxruntime or from a bug: INTERNAL, with its message.
   const message = err instanceof Error ? err.message : String(err);
   return serviceError(status.INTERNAL, `inference failed: ${message}`);
 }
+
+// Native status codes are gRPC's, by name.
+const NATIVE_STATUS: Readonly<Record<NativeStatusCode, status>> = {
+  INVALID_ARGUMENT: status.INVALID_ARGUMENT,
+  NOT_FOUND: status.NOT_FOUND,
+  FAILED_PRECONDITION: status.FAILED_PRECONDITION,
+  RESOURCE_EXHAUSTED: status.RESOURCE_EXHAUSTED,
+  UNAVAILABLE: status.UNAVAILABLE,
+  DEADLINE_EXCEEDED: status.DEADLINE_EXCEEDED,
+  INTERNAL: status.INTERNAL,
+};
 
 function serviceError(code: status, details: string): Partial<ServiceError> & { code: status; details: string } {
   return { code, details, message: details, metadata: new Metadata() };

@@ -8,14 +8,17 @@
  * and every other model still loads. Main thread only.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { DataType, type ModelConfig } from '../generated/model_config_pb.js';
 import { status } from '@grpc/grpc-js';
 import { invalidArgument, notFound, unavailable, ServingError, internal } from '../common/serving-error.js';
 import { Semaphore } from '../common/semaphore.js';
+import { ARENA_NAME, type ServerMemory } from '../tenancy/server-memory.js';
+import { DEFAULT_TENANT, parseByteSize } from '../tenancy/tenant-config.js';
 import { ModelPool } from '../workers/model-pool.js';
+import { createSessionCreationLock } from '../workers/session-footprint.js';
 import type { ModelIoDescription } from '../workers/worker-protocol.js';
 import { completeModelConfig, type TensorInfo } from './config-autocomplete.js';
 import { ortTypeToDataType } from './datatypes.js';
@@ -23,6 +26,7 @@ import { ModelConfigError, parseModelConfigText, validateModelConfig } from './m
 import { GoldenCheckError, loadGoldenCases, runGoldenChecks } from './golden-check.js';
 import { ModelVersion } from './model-version.js';
 import { selectVersions } from './version-policy.js';
+import { asResourceExhausted, VersionMemory } from './version-memory.js';
 import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
 
 export interface ModelManagerOptions {
@@ -34,6 +38,8 @@ export interface ModelManagerOptions {
   readonly loadConcurrency: number;
   /** Run the default warm-up (batch 1 and max_batch_size) for models without `model_warmup`. */
   readonly defaultWarmup: boolean;
+  /** The memory ledger: tenants' quotas, model reservations, request buffers. */
+  readonly memory: ServerMemory;
   readonly logger: Logger;
   /** Called after any model's readiness may have changed (health endpoints follow it). */
   readonly onStateChange?: () => void;
@@ -64,7 +70,12 @@ interface ModelRecord {
   reasonVersion: string;
   /** Serialises load/unload of this model. */
   transition: Promise<void>;
+  /** The cold-start reload of an evicted model, shared by the requests that wait for it. */
+  reloading: Promise<void> | undefined;
 }
+
+/** The reason an idle model unloaded to make room for another shows in RepositoryIndex. */
+export const EVICTED_REASON = 'evicted (LRU)';
 
 export class ModelManager {
   private readonly models = new Map<string, ModelRecord>();
@@ -73,6 +84,8 @@ export class ModelManager {
   /** Load + warm-up + golden checks of at most `loadConcurrency` models at once, start-up or run time. */
   private readonly loadSlots: Semaphore;
   private closing = false;
+  /** Serialises session creation across every pool, so footprints are measured one at a time. */
+  private readonly footprintLock = createSessionCreationLock();
 
   constructor(private readonly options: ModelManagerOptions) {
     this.log = options.logger.child({ component: 'repository' });
@@ -106,14 +119,14 @@ export class ModelManager {
   }
 
   /** (Re)loads a model. On a failed reload the versions already serving stay. */
-  async load(name: string): Promise<void> {
+  async load(name: string, coldStart = false): Promise<void> {
     const record = this.record(name);
     const previous = record.transition;
     let finish!: () => void;
     record.transition = new Promise<void>((resolve) => (finish = resolve));
     await previous;
     try {
-      await this.loadSlots.with(() => this.loadNow(name, record));
+      await this.loadSlots.with(() => this.loadNow(name, record, coldStart));
     } finally {
       finish();
       this.options.onStateChange?.();
@@ -173,6 +186,46 @@ export class ModelManager {
     return found;
   }
 
+  /**
+   * `resolve` for inference: a model that was evicted to make room is loaded
+   * again first (a cold start, logged with its load time); requests arriving
+   * meanwhile wait for the same load.
+   */
+  async resolveForRequest(name: string, version: string): Promise<ModelVersion> {
+    const record = this.models.get(name);
+    if (record !== undefined && record.reason === EVICTED_REASON && record.versions.size === 0 && !this.closing) {
+      record.reloading ??= this.load(name, true).finally(() => {
+        record.reloading = undefined;
+      });
+      await record.reloading;
+    }
+    return this.resolve(name, version);
+  }
+
+  /**
+   * The arena's eviction callback for a version's reservation: runs
+   * synchronously inside another model's reserve when its tenant is short of
+   * memory. Refuses unless the version serves and is idle; otherwise the
+   * version stops taking requests at once and unloads in the background.
+   */
+  private evict(name: string, versionNumber: number): boolean {
+    const record = this.models.get(name);
+    const version = record?.versions.get(versionNumber);
+    if (record === undefined || version === undefined || !version.idle) return false;
+    record.versions.delete(versionNumber);
+    if (record.versions.size === 0) {
+      record.state = 'UNAVAILABLE';
+      record.reason = EVICTED_REASON;
+      record.reasonVersion = version.versionLabel;
+    }
+    this.log.info(
+      { model: name, model_version: version.versionLabel, tenant: version.tenant },
+      'model evicted to make room (LRU)',
+    );
+    void version.unload(EVICTED_REASON).finally(() => this.options.onStateChange?.());
+    return true;
+  }
+
   /** Ready versions of a model, newest first (for metadata). */
   readyVersions(name: string): ModelVersion[] {
     const record = this.models.get(name);
@@ -192,7 +245,11 @@ export class ModelManager {
 
   /** True when every model present at start-up has a ready version. */
   allStartupModelsReady(): boolean {
-    return [...this.startupModels].every((name) => this.readyVersions(name).length > 0);
+    // An evicted model made room for another by design and reloads on demand:
+    // it does not make the server unready.
+    return [...this.startupModels].every(
+      (name) => this.readyVersions(name).length > 0 || this.models.get(name)?.reason === EVICTED_REASON,
+    );
   }
 
   /** Every model in the repository directory, loaded or not, with its state. */
@@ -236,13 +293,14 @@ export class ModelManager {
         reason: '',
         reasonVersion: '',
         transition: Promise.resolve(),
+        reloading: undefined,
       };
       this.models.set(name, record);
     }
     return record;
   }
 
-  private async loadNow(name: string, record: ModelRecord): Promise<void> {
+  private async loadNow(name: string, record: ModelRecord, coldStart: boolean): Promise<void> {
     if (this.closing) throw unavailable(`model '${name}' is not loaded: the server is shutting down`);
     const started = performance.now();
     const hadVersions = record.versions.size > 0;
@@ -265,7 +323,7 @@ export class ModelManager {
       }
       this.log.error({ model: name, model_version: failedVersion || undefined, error: reason }, 'model failed to load');
       throw err instanceof ServingError
-        ? err
+        ? new ServingError(err.code, err.code === status.RESOURCE_EXHAUSTED ? `failed to load model '${name}': ${reason}` : reason)
         : err instanceof ModelConfigError || err instanceof WarmupConfigError
           ? invalidArgument(`failed to load model '${name}': ${reason}`)
           : err instanceof GoldenCheckError
@@ -278,8 +336,13 @@ export class ModelManager {
     record.reason = '';
     record.reasonVersion = '';
     this.log.info(
-      { model: name, versions: loaded.map((v) => v.version), load_ms: Math.round(performance.now() - started) },
-      'model ready',
+      {
+        model: name,
+        versions: loaded.map((v) => v.version),
+        load_ms: Math.round(performance.now() - started),
+        ...(coldStart ? { cold_start: true } : {}),
+      },
+      coldStart ? 'evicted model reloaded (cold start)' : 'model ready',
     );
     // The replaced versions stop taking requests now and finish the ones they hold.
     await Promise.all(replaced.map((version) => version.unload()));
@@ -309,22 +372,39 @@ export class ModelManager {
     try {
       for (const version of selected) {
         const modelPath = path.join(modelDir, String(version), config?.defaultModelFilename || MODEL_FILENAME);
-        const { pool, io } = await ModelPool.create({
-          modelPath,
-          instances: instanceCount(config),
-          intraOpThreads: intraOpThreads(config, this.options.intraOpThreads),
-          faultInjection: this.options.faultInjection,
-          logger: this.log,
+        const instances = instanceCount(config);
+        const fileBytes = (await stat(modelPath)).size;
+        const declared = declaredFootprint(config, path.join(modelDir, CONFIG_FILENAME));
+        // Charged before any worker starts, so a model that cannot fit costs nothing.
+        const memory = VersionMemory.forLoad(this.options.memory, {
+          tenant: modelTenant(config),
+          model: name,
+          version,
+          estimateBytes: declared ?? fileBytes * instances,
+          onEvict: () => this.evict(name, version),
         });
+        let pool: ModelPool | undefined;
         try {
+          const created = await ModelPool.create({
+            modelPath,
+            instances,
+            intraOpThreads: intraOpThreads(config, this.options.intraOpThreads),
+            faultInjection: this.options.faultInjection,
+            footprintLock: this.footprintLock,
+            footprintFloorBytes: fileBytes,
+            arenaName: ARENA_NAME,
+            logger: this.log,
+          });
+          pool = created.pool;
           const file = path.join(modelDir, CONFIG_FILENAME);
-          config = completeModelConfig(config, name, toTensorInfo(io), { file });
+          config = completeModelConfig(config, name, toTensorInfo(created.io), { file });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
-          versions.push(new ModelVersion(name, version, config, pool));
+          versions.push(new ModelVersion(name, version, config, pool, memory));
           record.loading = [...versions];
         } catch (err) {
-          await pool.close();
+          await pool?.close();
+          memory.destroy();
           throw err;
         }
       }
@@ -360,6 +440,13 @@ export class ModelManager {
         defaultWarmup: this.options.defaultWarmup,
       });
       const report = await version.warmUp({ samples, delayMs: warmupDelayMs(version.config, this.options.faultInjection) });
+      // Every worker has reported its session's footprint by now: charge what was measured.
+      const declared = declaredFootprint(version.config, path.join(modelDir, CONFIG_FILENAME));
+      version.memory.settle(declared ?? version.measuredFootprintBytes);
+      this.log.info(
+        { ...fields, footprint_bytes: version.memory.reservedBytes, measured: declared === undefined },
+        'model memory charged to tenant',
+      );
       for (const warning of report.warnings) this.log.warn(fields, `default ${warning} (the model still turns ready)`);
       if (golden.length > 0) {
         version.setLoadingReason('running golden checks');
@@ -413,6 +500,26 @@ async function isModelDirectory(dir: string): Promise<boolean> {
 function describeState(record: ModelRecord): string {
   const reason = record.reason || record.loading.find((v) => v.reason !== '')?.reason || '';
   return reason ? `${record.state}: ${reason}` : record.state;
+}
+
+/** The tenant a model's memory is charged to: config parameter `tenant`, else `default`. */
+function modelTenant(config: ModelConfig | undefined): string {
+  return config?.parameters['tenant']?.stringValue || DEFAULT_TENANT;
+}
+
+/**
+ * A footprint the config declares (parameter `memory_footprint_bytes`, e.g.
+ * "512MiB"), charged instead of the measurement: for models whose sessions
+ * allocate lazily, and for deterministic tests.
+ */
+function declaredFootprint(config: ModelConfig | undefined, file: string): number | undefined {
+  const value = config?.parameters['memory_footprint_bytes']?.stringValue;
+  if (value === undefined) return undefined;
+  try {
+    return parseByteSize(value, 'parameter memory_footprint_bytes');
+  } catch (err) {
+    throw new ModelConfigError(file, undefined, err instanceof Error ? err.message : String(err));
+  }
 }
 
 /** Triton sums the counts of every instance group; a missing group means one instance. */

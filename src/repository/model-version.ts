@@ -13,16 +13,13 @@ import { signatureFromConfig, type ModelSignature } from '../server/model-signat
 import type { ModelPool, WarmupReport } from '../workers/model-pool.js';
 import type { InferResult, InferTask, WarmupPlan } from '../workers/worker-protocol.js';
 import { InferenceStatistics } from './inference-statistics.js';
+import type { VersionMemory } from './version-memory.js';
 
 export type VersionState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
-
-/** Every model belongs to a tenant; until tenants are configured, all share this one. */
-export const DEFAULT_TENANT = 'default';
 
 export class ModelVersion {
   readonly signature: ModelSignature;
   readonly statistics = new InferenceStatistics();
-  readonly tenant: string = DEFAULT_TENANT;
   private stateValue: VersionState = 'LOADING';
   private reasonValue = 'starting workers';
   private loadSecondsValue: number | undefined;
@@ -34,8 +31,20 @@ export class ModelVersion {
     readonly version: number,
     readonly config: ModelConfig,
     private readonly pool: ModelPool,
+    /** This version's share of the memory ledger; destroyed with the version. */
+    readonly memory: VersionMemory,
   ) {
     this.signature = signatureFromConfig(config);
+  }
+
+  /** The tenant the model's memory is charged to (config parameter `tenant`). */
+  get tenant(): string {
+    return this.memory.tenant;
+  }
+
+  /** The workers' measured session footprint (see session-footprint.ts). */
+  get measuredFootprintBytes(): number {
+    return this.pool.footprintBytes;
   }
 
   get state(): VersionState {
@@ -87,6 +96,7 @@ export class ModelVersion {
 
   markReady(loadSeconds: number): void {
     if (this.stateValue !== 'LOADING') return;
+    this.memory.loaded();
     this.stateValue = 'READY';
     this.reasonValue = '';
     this.loadSecondsValue = loadSeconds;
@@ -114,6 +124,11 @@ export class ModelVersion {
     if (this.stateValue === 'LOADING') await this.pool.close();
   }
 
+  /** True when the version serves and no request runs on it: it may be evicted. */
+  get idle(): boolean {
+    return this.stateValue === 'READY' && this.inFlight === 0;
+  }
+
   /** Stops admitting requests, waits for the admitted ones, then frees the workers. */
   async unload(reason = 'unloaded'): Promise<void> {
     if (this.stateValue === 'UNLOADING' || this.stateValue === 'UNAVAILABLE') return;
@@ -125,6 +140,8 @@ export class ModelVersion {
       });
     }
     await this.pool.close();
+    // The sessions are gone: so is everything the version held in the ledger.
+    this.memory.destroy();
     this.stateValue = 'UNAVAILABLE';
     this.reasonValue = reason;
   }

@@ -10,7 +10,7 @@
  *   2. after `drainDelayMs` (the window for load balancers to notice) new
  *      requests are refused and the gRPC server stops accepting calls;
  *   3. in-flight requests finish within `drainTimeoutMs` (then calls are cut);
- *   4. the worker pools close, then the HTTP servers.
+ *   4. the worker pools close, then the HTTP servers; the memory arena last.
  */
 import http from 'node:http';
 import { once } from 'node:events';
@@ -29,6 +29,8 @@ import { serverHandlers } from './handlers/server-handlers.js';
 import { unimplementedHandlers } from './handlers/unimplemented-handlers.js';
 import { createHealthHttpServer, type HealthReport } from './http-endpoints.js';
 import { InferenceRunner } from './inference-runner.js';
+import { ServerMemory } from '../tenancy/server-memory.js';
+import type { TenantQuota } from '../tenancy/tenant-config.js';
 
 export interface ServerOptions {
   readonly modelRepository: string;
@@ -46,6 +48,9 @@ export interface ServerOptions {
   readonly drainDelayMs: number;
   readonly drainTimeoutMs: number;
   readonly faultInjection: boolean;
+  /** The arena's capacity: request buffers + model reservations, all tenants together. */
+  readonly memoryCapacityBytes: number;
+  readonly tenants: readonly TenantQuota[];
   readonly serverName: string;
   readonly serverVersion: string;
   readonly logger: Logger;
@@ -61,8 +66,8 @@ type Phase = 'starting' | 'serving' | 'draining' | 'stopped';
 
 export class HotpathServer {
   readonly models: ModelManager;
-  /** Exposed so the arena integration can attach its per-tenant source. */
   readonly metrics: ServerMetrics;
+  readonly memory: ServerMemory;
   private readonly runner: InferenceRunner;
   private readonly grpc = new Server({
     // Tensors can be large; Triton clients send up to the protocol's limits.
@@ -77,7 +82,13 @@ export class HotpathServer {
 
   constructor(private readonly options: ServerOptions) {
     this.log = options.logger.child({ component: 'server' });
+    this.memory = ServerMemory.create({
+      capacityBytes: options.memoryCapacityBytes,
+      tenants: options.tenants,
+      logger: options.logger,
+    });
     this.models = new ModelManager({
+      memory: this.memory,
       repository: options.modelRepository,
       intraOpThreads: options.intraOpThreads,
       faultInjection: options.faultInjection,
@@ -90,6 +101,8 @@ export class HotpathServer {
       versions: () => this.models.versions(),
       inflightRequests: () => this.runner.inflightRequests,
     });
+    // Native counters, read at scrape time.
+    this.metrics.setTenantMemorySource(() => this.memory.tenantStats());
     this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
@@ -191,6 +204,8 @@ export class HotpathServer {
     const poolsClosed = await withinTime(this.models.close(), Math.max(0, deadline - performance.now()) + 1000);
     if (!poolsClosed) this.log.warn('drain timeout: worker pools did not close in time');
     await Promise.all(this.httpServers.map((server) => closeHttp(server)));
+    // Every version destroyed its owner on unload; closing frees whatever is left.
+    if (poolsClosed) this.memory.close();
     this.phase = 'stopped';
     this.log.info({ graceful: callsDone && poolsClosed }, 'stopped');
     return callsDone && poolsClosed;

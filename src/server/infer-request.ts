@@ -16,15 +16,30 @@ import type {
 import { BytesFormatError, decodeBytesTensor, encodeBytesTensor, decodeBytesElements } from '../tensor/bytes-codec.js';
 import { elementCount, formatShape, resolveReshape, shapeMatches } from '../tensor/shape.js';
 import { copyToTypedArray, wireTypeInfo, type NumericArray, type WireDatatype } from '../tensor/wire-types.js';
-import type { TensorPayload } from '../workers/worker-protocol.js';
+import type { InputPayload, TensorPayload } from '../workers/worker-protocol.js';
 import type { ModelSignature, TensorSpec } from './model-signature.js';
 import { invalidArgument } from '../common/serving-error.js';
+
+/**
+ * Where numeric inputs are copied to: an arena block charged to the model's
+ * tenant (the worker maps it without a copy). Throws RESOURCE_EXHAUSTED when
+ * the tenant is over its quota.
+ */
+export type InputAllocator = (bytes: number) => InputBlock;
+
+export interface InputBlock {
+  readonly id: number;
+  view(): ArrayBuffer;
+  release(): void;
+}
 
 export interface PreparedInference {
   /** Rows in this request (1 for models without batching). */
   readonly batchSize: number;
-  readonly inputs: TensorPayload[];
+  readonly inputs: InputPayload[];
   readonly transfer: ArrayBuffer[];
+  /** Arena blocks holding inputs: the caller releases them once the response is built. */
+  readonly blocks: InputBlock[];
   /** Outputs to return, in response order. */
   readonly outputs: readonly TensorSpec[];
 }
@@ -32,7 +47,26 @@ export interface PreparedInference {
 /** Request parameters hotpath itself interprets; others are accepted and ignored, as in Triton. */
 export const FAULT_PARAMETER = 'hotpath_fault';
 
-export function prepareInference(request: ModelInferRequest, signature: ModelSignature): PreparedInference {
+export function prepareInference(
+  request: ModelInferRequest,
+  signature: ModelSignature,
+  allocate?: InputAllocator,
+): PreparedInference {
+  const blocks: InputBlock[] = [];
+  try {
+    return prepareInto(request, signature, allocate, blocks);
+  } catch (err) {
+    for (const block of blocks) block.release();
+    throw err;
+  }
+}
+
+function prepareInto(
+  request: ModelInferRequest,
+  signature: ModelSignature,
+  allocate: InputAllocator | undefined,
+  blocks: InputBlock[],
+): PreparedInference {
   const useRaw = request.rawInputContents.length > 0;
   if (useRaw && request.rawInputContents.length !== request.inputs.length) {
     throw invalidArgument(
@@ -41,7 +75,7 @@ export function prepareInference(request: ModelInferRequest, signature: ModelSig
   }
   const seen = new Set<string>();
   let batchSize: number | undefined;
-  const inputs: TensorPayload[] = [];
+  const inputs: InputPayload[] = [];
   const transfer: ArrayBuffer[] = [];
 
   request.inputs.forEach((input, index) => {
@@ -65,9 +99,14 @@ export function prepareInference(request: ModelInferRequest, signature: ModelSig
       batchSize = rows;
     }
     const rawBytes = useRaw ? request.rawInputContents[index] : undefined;
-    const payload = inputPayload(input, spec, shape, rawBytes);
-    inputs.push(payload);
-    if (payload.data.byteLength > 0) transfer.push(payload.data.buffer as ArrayBuffer);
+    // With an arena, raw bytes are copied once, straight into the block (see intoArena).
+    const payload = inputPayload(input, spec, shape, rawBytes, allocate === undefined);
+    if (allocate !== undefined && payload.type !== 'string' && payload.data.byteLength > 0) {
+      inputs.push(intoArena(payload, allocate, blocks));
+    } else {
+      inputs.push(payload);
+      if (payload.data.byteLength > 0) transfer.push(payload.data.buffer as ArrayBuffer);
+    }
   });
 
   const missing = signature.inputs.filter((spec) => !seen.has(spec.name));
@@ -76,7 +115,24 @@ export function prepareInference(request: ModelInferRequest, signature: ModelSig
       `missing input${missing.length > 1 ? 's' : ''} ${missing.map((s) => `'${s.name}'`).join(', ')} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
     );
   }
-  return { batchSize: batchSize ?? 1, inputs, transfer, outputs: requestedOutputs(request, signature) };
+  return { batchSize: batchSize ?? 1, inputs, transfer, blocks, outputs: requestedOutputs(request, signature) };
+}
+
+/** Moves a validated input into an arena block (the request's one copy into shared memory). */
+function intoArena(payload: TensorPayload, allocate: InputAllocator, blocks: InputBlock[]): InputPayload {
+  const bytes = payload.data.byteLength;
+  const block = allocate(bytes);
+  blocks.push(block);
+  new Uint8Array(block.view(), 0, bytes).set(
+    new Uint8Array(payload.data.buffer, payload.data.byteOffset, bytes),
+  );
+  return {
+    name: payload.name,
+    type: payload.type as Exclude<TensorPayload['type'], 'string'>,
+    dims: payload.dims,
+    arenaBlock: block.id,
+    byteLength: bytes,
+  };
 }
 
 /** Reads a request-level parameter as a string, if present. */
@@ -117,6 +173,7 @@ function inputPayload(
   spec: TensorSpec,
   shape: number[],
   rawBytes: Uint8Array | undefined,
+  ownCopy: boolean,
 ): TensorPayload {
   const count = elementCount(shape);
   const dims = modelDims(input.name, spec, shape, count);
@@ -125,7 +182,7 @@ function inputPayload(
   if (rawBytes !== undefined && hasTyped) {
     throw invalidArgument(`input '${input.name}': both raw_input_contents and typed contents are given; send only one`);
   }
-  if (rawBytes !== undefined) return rawPayload(input.name, spec, dims, count, rawBytes);
+  if (rawBytes !== undefined) return rawPayload(input.name, spec, dims, count, rawBytes, ownCopy);
   return typedPayload(input.name, spec, dims, count, contents);
 }
 
@@ -141,7 +198,15 @@ function modelDims(name: string, spec: TensorSpec, shape: number[], count: numbe
   return batched ? [rows, ...target] : target;
 }
 
-function rawPayload(name: string, spec: TensorSpec, dims: number[], count: number, bytes: Uint8Array): TensorPayload {
+/** `ownCopy` false: the payload may view the request's bytes (the caller copies them). */
+function rawPayload(
+  name: string,
+  spec: TensorSpec,
+  dims: number[],
+  count: number,
+  bytes: Uint8Array,
+  ownCopy: boolean,
+): TensorPayload {
   if (spec.datatype === 'BYTES') {
     try {
       // Validate framing and UTF-8 here so a bad request never reaches a worker.
@@ -160,7 +225,7 @@ function rawPayload(name: string, spec: TensorSpec, dims: number[], count: numbe
       `input '${name}': expected ${expectedBytes} bytes (${count} elements of ${spec.datatype} for shape ${formatShape(dims)}), got ${bytes.byteLength} bytes`,
     );
   }
-  return { name, type: spec.ortType, dims, data: copyToTypedArray(spec.datatype, bytes) };
+  return { name, type: spec.ortType, dims, data: ownCopy ? copyToTypedArray(spec.datatype, bytes) : bytes };
 }
 
 function typedPayload(

@@ -15,8 +15,8 @@ import type { AccessLog } from '../observability/access-log.js';
 import type { FailureReason } from '../observability/metric-names.js';
 import type { ServerMetrics } from '../observability/metrics.js';
 import { WorkerCrashedError } from '../workers/model-pool.js';
-import { epochMs, type InferTask } from '../workers/worker-protocol.js';
-import { FAULT_PARAMETER, prepareInference, stringParameter } from './infer-request.js';
+import { epochMs, type InferResult, type InferTask } from '../workers/worker-protocol.js';
+import { FAULT_PARAMETER, prepareInference, stringParameter, type PreparedInference } from './infer-request.js';
 import { buildInferResponse } from './infer-response.js';
 import type { RequestContext } from './request-context.js';
 
@@ -63,7 +63,7 @@ export class InferenceRunner {
     let version: ModelVersion | undefined;
     try {
       if (!this.accepting) throw unavailable('server is shutting down; retry on another replica');
-      version = this.options.models.resolve(request.modelName, request.modelVersion);
+      version = await this.options.models.resolveForRequest(request.modelName, request.modelVersion);
       const response = await this.run(request, version, elapsedNs);
       this.options.accessLog.record({
         ...this.describe(request, context, method, version, elapsedNs()),
@@ -85,22 +85,34 @@ export class InferenceRunner {
   }
 
   private async run(request: ModelInferRequest, version: ModelVersion, elapsedNs: () => number): Promise<ModelInferResponse> {
-    const prepared = prepareInference(request, version.signature);
-    const task: InferTask = {
-      kind: 'infer',
-      inputs: prepared.inputs,
-      outputNames: prepared.outputs.map((spec) => spec.name),
-      queuedAtMs: epochMs(),
-      ...this.faultFor(request),
-    };
-    const result = await version.run(task, prepared.transfer);
-    const response = buildInferResponse(
-      request,
-      version.versionLabel,
-      prepared.outputs,
-      result.outputs,
-      version.signature.maxBatchSize > 0,
-    );
+    // In use from here: the version is not evictable while the request runs.
+    version.memory.requestStarted();
+    let prepared: PreparedInference | undefined;
+    let response: ModelInferResponse;
+    let result: InferResult;
+    try {
+      // Inputs are copied once into arena blocks charged to the model's tenant.
+      prepared = prepareInference(request, version.signature, (bytes) => version.memory.allocInput(bytes));
+      const task: InferTask = {
+        kind: 'infer',
+        inputs: prepared.inputs,
+        outputNames: prepared.outputs.map((spec) => spec.name),
+        queuedAtMs: epochMs(),
+        ...this.faultFor(request),
+      };
+      result = await version.run(task, prepared.transfer);
+      response = buildInferResponse(
+        request,
+        version.versionLabel,
+        prepared.outputs,
+        result.outputs,
+        version.signature.maxBatchSize > 0,
+      );
+    } finally {
+      // The worker dropped its mapping when the run ended; nothing stays charged.
+      for (const block of prepared?.blocks ?? []) block.release();
+      version.memory.requestFinished();
+    }
     const totalNs = elapsedNs();
     version.statistics.recordExecution(prepared.batchSize, result.timing);
     version.statistics.recordSuccess(prepared.batchSize, totalNs, result.timing);

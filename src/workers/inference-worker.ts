@@ -15,10 +15,13 @@ import { Piscina } from 'piscina';
 import * as ort from 'onnxruntime-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { useUint16ArrayForFloat16 } from './ort-float16.js';
-import { fromOrtTensor, toOrtTensor } from './ort-tensors.js';
+import { Arena, type Block } from '../native/arena.js';
+import { arenaTensor, fromOrtTensor, toOrtTensor } from './ort-tensors.js';
+import { measureSessionFootprint } from './session-footprint.js';
 import { warmUpWorker } from './worker-warmup.js';
 import {
   epochMs,
+  isArenaPayload,
   type DescribeTask,
   type InferResult,
   type InferTask,
@@ -32,15 +35,24 @@ const init = Piscina.workerData as WorkerInitData;
 
 useUint16ArrayForFloat16();
 
-const session = await ort.InferenceSession.create(init.modelPath, {
-  intraOpNumThreads: init.intraOpThreads,
-  interOpNumThreads: 1,
-  executionMode: 'sequential',
-  graphOptimizationLevel: 'all',
-});
+// Measured so the model can be charged to its tenant (see session-footprint.ts).
+const { value: session, bytes: footprintBytes } = await measureSessionFootprint(
+  init.footprintLock,
+  init.footprintFloorBytes,
+  () =>
+    ort.InferenceSession.create(init.modelPath, {
+      intraOpNumThreads: init.intraOpThreads,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+    }),
+);
 
 // Every worker warms itself before piscina hands it a task (see worker-warmup.ts).
-await warmUpWorker(session, describe());
+await warmUpWorker(session, describe(), footprintBytes);
+
+/** The request arena, attached when the first arena-backed input arrives. */
+let arena: Arena | undefined;
 
 export default async function runTask(task: InferTask | DescribeTask): Promise<InferResult | ModelIoDescription> {
   if (task.kind === 'describe') return describe();
@@ -77,10 +89,26 @@ async function infer(task: InferTask): Promise<InferResult> {
   }
 
   const feeds: Record<string, ort.Tensor> = {};
-  for (const input of task.inputs) feeds[input.name] = toOrtTensor(input);
-  const inputDone = epochMs();
-
-  const results = await session.run(feeds, [...task.outputNames]);
+  const mapped: Block[] = [];
+  let results: ort.InferenceSession.ReturnType;
+  let inputDone: number;
+  try {
+    for (const input of task.inputs) {
+      if (isArenaPayload(input)) {
+        // Map the main thread's block: a reference for the duration of the run, no copy.
+        arena ??= Arena.attach(init.arenaName ?? '');
+        const block = arena.adopt(input.arenaBlock);
+        mapped.push(block);
+        feeds[input.name] = arenaTensor(input, block.view());
+      } else {
+        feeds[input.name] = toOrtTensor(input);
+      }
+    }
+    inputDone = epochMs();
+    results = await session.run(feeds, [...task.outputNames]);
+  } finally {
+    for (const block of mapped) block.release();
+  }
   const inferDone = epochMs();
 
   const outputs: TensorPayload[] = task.outputNames.map((name) => fromOrtTensor(name, results[name]));

@@ -31,6 +31,12 @@ export interface ModelPoolOptions {
   readonly instances: number;
   readonly intraOpThreads: number;
   readonly faultInjection: boolean;
+  /** Shared by every pool of the process (session-footprint.ts). */
+  readonly footprintLock: SharedArrayBuffer;
+  /** The least each worker's session is charged (the model file's size). */
+  readonly footprintFloorBytes: number;
+  /** The arena that request inputs are allocated in; undefined: inputs are transferred buffers. */
+  readonly arenaName: string | undefined;
   readonly logger: Logger;
 }
 
@@ -56,12 +62,17 @@ export class ModelPool {
   private plan: WarmupPlan | undefined;
   private readonly waitingForPlan: MessagePort[] = [];
   private io: ModelIoDescription | undefined;
+  /** Each worker's measured session footprint, by thread id (replacements add entries). */
+  private readonly footprints = new Map<number, number>();
 
   private constructor(private readonly options: ModelPoolOptions) {
     const workerData: WorkerInitData = {
       modelPath: options.modelPath,
       intraOpThreads: options.intraOpThreads,
       faultInjection: options.faultInjection,
+      footprintLock: options.footprintLock,
+      footprintFloorBytes: options.footprintFloorBytes,
+      arenaName: options.arenaName,
     };
     this.piscina = new Piscina({
       filename: workerModulePath(),
@@ -175,7 +186,16 @@ export class ModelPool {
     await this.piscina.close();
   }
 
+  /**
+   * What the pool's sessions cost: the footprint of the first `instances`
+   * workers that reported (a replacement worker replaces, not adds, memory).
+   */
+  get footprintBytes(): number {
+    return [...this.footprints.values()].slice(0, this.options.instances).reduce((sum, bytes) => sum + bytes, 0);
+  }
+
   private onSession(message: WorkerSessionMessage): void {
+    this.footprints.set(message.threadId, message.footprintBytes);
     if (this.io === undefined) {
       this.io = message.io;
       this.events.emit('session', message.io);

@@ -6,7 +6,8 @@ import * as ort from 'onnxruntime-node';
 import { decodeBytesTensor, encodeBytesTensor } from '../tensor/bytes-codec.js';
 import { elementCount } from '../tensor/shape.js';
 import type { NumericArray, OrtTensorType } from '../tensor/wire-types.js';
-import type { TensorPayload } from './worker-protocol.js';
+import { wireTypeInfo, ortTypeToWire } from '../tensor/wire-types.js';
+import type { ArenaTensorPayload, TensorPayload } from './worker-protocol.js';
 
 /** Wraps a payload without copying its data (BYTES are decoded to strings). */
 export function toOrtTensor(input: TensorPayload): ort.Tensor {
@@ -17,6 +18,15 @@ export function toOrtTensor(input: TensorPayload): ort.Tensor {
     return new ort.Tensor('string', strings, dims);
   }
   return new ort.Tensor(input.type as Exclude<OrtTensorType, 'string'>, input.data as never, dims);
+}
+
+/** A tensor over (a prefix of) an arena block's mapped memory, without copying it. */
+export function arenaTensor(input: ArenaTensorPayload, memory: ArrayBuffer): ort.Tensor {
+  const wire = ortTypeToWire(input.type);
+  const array = wire === undefined ? undefined : wireTypeInfo(wire).array;
+  if (array === undefined) throw new Error(`input '${input.name}': ${input.type} cannot live in arena memory`);
+  const data = new array(memory, 0, input.byteLength / array.BYTES_PER_ELEMENT);
+  return new ort.Tensor(input.type, data as never, [...input.dims]);
 }
 
 export function fromOrtTensor(name: string, value: ort.OnnxValue | undefined): TensorPayload {

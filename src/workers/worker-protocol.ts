@@ -13,6 +13,12 @@ export interface WorkerInitData {
   readonly intraOpThreads: number;
   /** Whether test-only fault hooks may be honoured (`--enable-fault-injection`). */
   readonly faultInjection: boolean;
+  /** Serialises session creation process-wide so each session's footprint is measured alone. */
+  readonly footprintLock: SharedArrayBuffer;
+  /** The least a session is charged: the model file's size (its weights). */
+  readonly footprintFloorBytes: number;
+  /** The process-wide arena request inputs live in (attached on first use). */
+  readonly arenaName: string | undefined;
 }
 
 /** A tensor as it crosses the thread boundary: data buffers are transferred, not copied. */
@@ -24,9 +30,28 @@ export interface TensorPayload {
   readonly data: NumericArray | Uint8Array;
 }
 
+/**
+ * A tensor whose bytes live in an arena block the main thread allocated: the
+ * worker maps the block (no copy) by its handle. The main thread keeps its
+ * reference until the response is built, so the block outlives the task.
+ */
+export interface ArenaTensorPayload {
+  readonly name: string;
+  readonly type: Exclude<OrtTensorType, 'string'>;
+  readonly dims: readonly number[];
+  readonly arenaBlock: number;
+  readonly byteLength: number;
+}
+
+export type InputPayload = TensorPayload | ArenaTensorPayload;
+
+export function isArenaPayload(payload: InputPayload): payload is ArenaTensorPayload {
+  return (payload as ArenaTensorPayload).arenaBlock !== undefined;
+}
+
 export interface InferTask {
   readonly kind: 'infer';
-  readonly inputs: readonly TensorPayload[];
+  readonly inputs: readonly InputPayload[];
   readonly outputNames: readonly string[];
   /** Epoch ms (performance.timeOrigin + now) when the main thread queued the task. */
   readonly queuedAtMs: number;
@@ -82,6 +107,8 @@ export interface WorkerSessionMessage {
   readonly threadId: number;
   readonly io: ModelIoDescription;
   readonly port: MessagePort;
+  /** What creating this worker's session cost, measured as session-footprint.ts describes. */
+  readonly footprintBytes: number;
 }
 
 /** What every worker runs before its model version turns READY. */

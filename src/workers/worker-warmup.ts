@@ -25,11 +25,15 @@ import type {
   WorkerWarmMessage,
 } from './worker-protocol.js';
 
-export async function warmUpWorker(session: ort.InferenceSession, io: ModelIoDescription): Promise<void> {
+export async function warmUpWorker(
+  session: ort.InferenceSession,
+  io: ModelIoDescription,
+  footprintBytes: number,
+): Promise<void> {
   if (parentPort === null) return; // not in a worker (never the case under piscina)
   const { port1, port2 } = new MessageChannel();
   const planArrived = once(port1, 'message') as Promise<[WarmupPlan]>;
-  const hello: WorkerSessionMessage = { type: 'hotpath:session', threadId, io, port: port2 };
+  const hello: WorkerSessionMessage = { type: 'hotpath:session', threadId, io, port: port2, footprintBytes };
   parentPort.postMessage(hello, [port2]);
   const [plan] = await planArrived;
   port1.close();

@@ -72,7 +72,7 @@ describe('golden files', () => {
   it('turn into a request that passes the same validation as a client request', () => {
     const prepared = prepareInference(goldenRequest(golden({ score: [[0], [0], [0], [0]] }), ranker), ranker);
     expect(prepared.batchSize).toBe(4);
-    expect([...(prepared.inputs[0]!.data as Float32Array)]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect([...((prepared.inputs[0] as TensorPayload).data as Float32Array)]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
   it('are refused with a reason when malformed', () => {

@@ -6,6 +6,8 @@ import { ModelInferRequestSchema, type ModelInferRequest } from '../../src/gener
 import { DataType, ModelConfigSchema } from '../../src/generated/model_config_pb.js';
 import { prepareInference } from '../../src/server/infer-request.js';
 import { signatureFromConfig } from '../../src/server/model-signature.js';
+import type { ArenaTensorPayload, TensorPayload } from '../../src/workers/worker-protocol.js';
+import { Arena } from '../../src/native/arena.js';
 
 const ctr = signatureFromConfig(
   create(ModelConfigSchema, {
@@ -61,8 +63,8 @@ describe('prepareInference', () => {
     expect(prepared.batchSize).toBe(2);
     const [features, ids] = prepared.inputs;
     expect(features?.dims).toEqual([2, 4]);
-    expect(Array.from(features?.data as Float32Array)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    expect(ids?.data).toBeInstanceOf(BigInt64Array);
+    expect(Array.from((features as TensorPayload | undefined)?.data as Float32Array)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect((ids as TensorPayload | undefined)?.data).toBeInstanceOf(BigInt64Array);
     expect(prepared.transfer).toHaveLength(2);
     expect(prepared.outputs.map((o) => o.name)).toEqual(['score']);
   });
@@ -77,7 +79,7 @@ describe('prepareInference', () => {
       }),
       ctr,
     );
-    expect(Array.from(prepared.inputs[1]?.data as BigInt64Array)).toEqual([7n]);
+    expect(Array.from((prepared.inputs[1] as TensorPayload | undefined)?.data as BigInt64Array)).toEqual([7n]);
   });
 
   it('applies the config reshape for the model and range-checks small ints', () => {
@@ -159,5 +161,31 @@ describe('prepareInference', () => {
     const unknown = validCtr();
     unknown.outputs.push({ $typeName: 'inference.ModelInferRequest.InferRequestedOutputTensor', name: 'scores', parameters: {} });
     expect(rejection(() => prepareInference(unknown, ctr)).message).toMatch(/unknown output 'scores'.*expected one of: 'score'/);
+  });
+});
+
+describe('prepareInference with arena memory', () => {
+  it('copies each numeric input once into a block charged to the tenant, and releases on failure', () => {
+    const arena = Arena.create('infer-request-unit', { backend: 'host', capacityBytes: 64 * 1024 * 1024 });
+    try {
+      arena.createTenant('small', 300);
+      const owner = arena.createOwner('model', 'ctr/1');
+      const allocate = (tenant: string) => (bytes: number) => arena.alloc(owner, bytes, { tenant });
+      const prepared = prepareInference(validCtr(), ctr, allocate('default'));
+      const [features, ids] = prepared.inputs as ArenaTensorPayload[];
+      expect(prepared.transfer).toHaveLength(0);
+      expect(prepared.blocks).toHaveLength(2);
+      expect(features).toMatchObject({ name: 'features', type: 'float32', dims: [2, 4], byteLength: 32 });
+      expect(Array.from(new Float32Array(prepared.blocks[0]!.view(), 0, 8))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(ids?.arenaBlock).toBe(prepared.blocks[1]?.id);
+      for (const block of prepared.blocks) block.release();
+
+      // Blocks are at least 256 bytes: the features' block fits the 300-byte quota,
+      // the ids' block then does not, and the first block must be released, not leaked.
+      expect(() => prepareInference(validCtr(), ctr, allocate('small'))).toThrow(/quota/);
+      expect(arena.stats().tenants.find((t) => t.name === 'small')?.allocated).toBe(0);
+    } finally {
+      arena.close();
+    }
   });
 });
