@@ -32,7 +32,7 @@ import { decodeBytesTensor, encodeBytesTensor } from '../tensor/bytes-codec.js';
 import { elementCount, formatShape } from '../tensor/shape.js';
 import { typedArrayBytes, wireTypeInfo, type NumericArray, type WireDatatype } from '../tensor/wire-types.js';
 import { prepareInference } from '../server/infer-request.js';
-import { epochMs, type InferResult, type InferTask, type TensorPayload } from '../workers/worker-protocol.js';
+import { epochMs, inlineOutputs, type InferResult, type InferTask, type TensorPayload } from '../workers/worker-protocol.js';
 
 export const GOLDEN_FOLDER = 'golden';
 export const DEFAULT_GOLDEN_TOLERANCE = 1e-5;
@@ -268,7 +268,7 @@ export async function runGoldenChecks(
     } catch (err) {
       throw new GoldenCheckError(`${golden.file}: inference failed: ${err instanceof Error ? err.message : String(err)}`);
     }
-    const mismatch = compareGolden(golden, signature, result.outputs);
+    const mismatch = compareGolden(golden, signature, inlineOutputs(result.outputs));
     if (mismatch !== undefined) throw new GoldenCheckError(mismatch);
   }
 }

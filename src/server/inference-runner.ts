@@ -15,7 +15,7 @@ import type { AccessLog } from '../observability/access-log.js';
 import type { FailureReason } from '../observability/metric-names.js';
 import type { ServerMetrics } from '../observability/metrics.js';
 import { WorkerCrashedError } from '../workers/model-pool.js';
-import { epochMs, type InferResult, type InferTask } from '../workers/worker-protocol.js';
+import { epochMs, inlineOutputs, type InferResult, type InferTask } from '../workers/worker-protocol.js';
 import { FAULT_PARAMETER, prepareInference, stringParameter, type PreparedInference } from './infer-request.js';
 import { buildInferResponse } from './infer-response.js';
 import type { RequestContext } from './request-context.js';
@@ -105,7 +105,7 @@ export class InferenceRunner {
         request,
         version.versionLabel,
         prepared.outputs,
-        result.outputs,
+        inlineOutputs(result.outputs),
         version.signature.maxBatchSize > 0,
       );
     } finally {

@@ -25,9 +25,9 @@ import {
   type DescribeTask,
   type InferResult,
   type InferTask,
+  type InputPayload,
   type IoTensorDescription,
   type ModelIoDescription,
-  type TensorPayload,
   type WorkerInitData,
 } from './worker-protocol.js';
 
@@ -104,17 +104,33 @@ async function infer(task: InferTask): Promise<InferResult> {
         feeds[input.name] = toOrtTensor(input);
       }
     }
+    const fetches: Record<string, ort.Tensor | null> = {};
+    for (const name of task.outputNames) fetches[name] = null;
+    for (const output of task.fetches ?? []) {
+      // Pre-allocated in the arena: onnxruntime fills it in place.
+      arena ??= Arena.attach(init.arenaName ?? '');
+      const block = arena.adopt(output.arenaBlock);
+      mapped.push(block);
+      fetches[output.name] = arenaTensor(output, block.view());
+    }
     inputDone = epochMs();
-    results = await session.run(feeds, [...task.outputNames]);
+    results = task.fetches === undefined
+      ? await session.run(feeds, [...task.outputNames])
+      : await session.run(feeds, fetches);
   } finally {
     for (const block of mapped) block.release();
   }
   const inferDone = epochMs();
 
-  const outputs: TensorPayload[] = task.outputNames.map((name) => fromOrtTensor(name, results[name]));
+  const preallocated = new Map((task.fetches ?? []).map((fetch) => [fetch.name, fetch]));
+  const outputs: InputPayload[] = task.outputNames.map(
+    (name) => preallocated.get(name) ?? fromOrtTensor(name, results[name]),
+  );
   const outputDone = epochMs();
 
-  const transfer = [...new Set(outputs.map((output) => output.data.buffer as ArrayBuffer))];
+  const transfer = [
+    ...new Set(outputs.flatMap((output) => (isArenaPayload(output) ? [] : [output.data.buffer as ArrayBuffer]))),
+  ];
   const result: InferResult = {
     outputs,
     timing: {

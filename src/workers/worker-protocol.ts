@@ -49,10 +49,24 @@ export function isArenaPayload(payload: InputPayload): payload is ArenaTensorPay
   return (payload as ArenaTensorPayload).arenaBlock !== undefined;
 }
 
+/** Outputs of a task without pre-allocated fetches: every one carries its bytes. */
+export function inlineOutputs(outputs: readonly InputPayload[]): TensorPayload[] {
+  return outputs.map((output) => {
+    if (isArenaPayload(output)) throw new Error(`output '${output.name}' is in arena memory, not inline`);
+    return output;
+  });
+}
+
 export interface InferTask {
   readonly kind: 'infer';
   readonly inputs: readonly InputPayload[];
   readonly outputNames: readonly string[];
+  /**
+   * Outputs pre-allocated in arena memory (a batch whose output shapes follow
+   * from its row count): onnxruntime writes them in place, and the result
+   * names the block instead of carrying the bytes.
+   */
+  readonly fetches?: readonly ArenaTensorPayload[];
   /** Epoch ms (performance.timeOrigin + now) when the main thread queued the task. */
   readonly queuedAtMs: number;
   /** Test-only: make the worker die mid-task. Refused unless fault injection is on. */
@@ -62,7 +76,8 @@ export interface InferTask {
 }
 
 export interface InferResult {
-  readonly outputs: readonly TensorPayload[];
+  /** In `outputNames` order; pre-allocated outputs come back as their arena block. */
+  readonly outputs: readonly InputPayload[];
   readonly timing: WorkerTiming;
 }
 
