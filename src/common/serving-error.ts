@@ -5,7 +5,7 @@
  */
 import { status, type ServiceError, Metadata } from '@grpc/grpc-js';
 import { NativeError, type NativeStatusCode } from '../native/native-error.js';
-import { WorkerCrashedError } from '../workers/model-pool.js';
+import { DeadlineExceededError, WorkerCrashedError } from '../workers/model-pool.js';
 
 export class ServingError extends Error {
   override readonly name = 'ServingError';
@@ -27,6 +27,7 @@ export const internal = (message: string): ServingError => new ServingError(stat
 export function toServiceError(err: unknown): Partial<ServiceError> & { code: status; details: string } {
   if (err instanceof ServingError) return serviceError(err.code, err.message);
   if (err instanceof WorkerCrashedError) return serviceError(status.UNAVAILABLE, err.message);
+  if (err instanceof DeadlineExceededError) return serviceError(status.DEADLINE_EXCEEDED, err.message);
   if (err instanceof NativeError) return serviceError(NATIVE_STATUS[err.code], err.message);
   // Anything else escaped from onnxruntime or from a bug: INTERNAL, with its message.
   const message = err instanceof Error ? err.message : String(err);

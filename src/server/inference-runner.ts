@@ -64,7 +64,7 @@ export class InferenceRunner {
     try {
       if (!this.accepting) throw unavailable('server is shutting down; retry on another replica');
       version = await this.options.models.resolveForRequest(request.modelName, request.modelVersion);
-      const response = await this.run(request, version, elapsedNs);
+      const response = await this.run(request, version, context, elapsedNs);
       this.options.accessLog.record({
         ...this.describe(request, context, method, version, elapsedNs()),
         code: status.OK,
@@ -84,7 +84,12 @@ export class InferenceRunner {
     }
   }
 
-  private async run(request: ModelInferRequest, version: ModelVersion, elapsedNs: () => number): Promise<ModelInferResponse> {
+  private async run(
+    request: ModelInferRequest,
+    version: ModelVersion,
+    context: RequestContext,
+    elapsedNs: () => number,
+  ): Promise<ModelInferResponse> {
     // In use from here: the version is not evictable while the request runs.
     version.memory.requestStarted();
     let prepared: PreparedInference | undefined;
@@ -98,6 +103,7 @@ export class InferenceRunner {
         inputs: prepared.inputs,
         outputNames: prepared.outputs.map((spec) => spec.name),
         queuedAtMs: epochMs(),
+        deadlineMs: context.deadlineMs,
         ...this.faultFor(request),
       };
       result = await version.run(task, prepared.transfer);

@@ -13,6 +13,8 @@ export interface RequestContext {
   readonly requestId: string;
   /** 32 lowercase hex digits, when the caller sent a valid traceparent. */
   readonly traceId: string | undefined;
+  /** The call's gRPC deadline as epoch ms; undefined when the client set none. */
+  readonly deadlineMs?: number | undefined;
 }
 
 // Printable ASCII, bounded, so a hostile id cannot bloat or break log lines.
@@ -20,11 +22,16 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 // version-traceid-parentid-flags; version ff is invalid, as are all-zero ids.
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
 
-export function requestContextFrom(metadata: Metadata): RequestContext {
+export function requestContextFrom(metadata: Metadata, deadline?: Date | number): RequestContext {
   const given = firstString(metadata, REQUEST_ID_HEADER);
   const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
   const traceparent = firstString(metadata, TRACEPARENT_HEADER);
-  return { requestId, traceId: traceparent === undefined ? undefined : parseTraceparent(traceparent) };
+  const deadlineMs = deadline === undefined ? Infinity : deadline instanceof Date ? deadline.getTime() : deadline;
+  return {
+    requestId,
+    traceId: traceparent === undefined ? undefined : parseTraceparent(traceparent),
+    deadlineMs: Number.isFinite(deadlineMs) ? deadlineMs : undefined,
+  };
 }
 
 /** The trace id of a W3C traceparent, or undefined when it is malformed. */

@@ -20,6 +20,7 @@ import { arenaTensor, fromOrtTensor, toOrtTensor } from './ort-tensors.js';
 import { measureSessionFootprint } from './session-footprint.js';
 import { warmUpWorker } from './worker-warmup.js';
 import {
+  DEADLINE_EXCEEDED_PREFIX,
   epochMs,
   isArenaPayload,
   type DescribeTask,
@@ -77,6 +78,10 @@ function describe(): ModelIoDescription {
 
 async function infer(task: InferTask): Promise<InferResult> {
   const startedAt = epochMs();
+  if (task.deadlineMs !== undefined && startedAt > task.deadlineMs) {
+    // Waited in the pool's queue past the caller's deadline: never run it.
+    throw new Error(`${DEADLINE_EXCEEDED_PREFIX} (waited ${Math.round(startedAt - task.queuedAtMs)} ms for a worker)`);
+  }
   if (task.fault === 'crash-worker') {
     if (!init.faultInjection) throw new Error('fault injection is disabled in this server');
     // Simulates a native crash of this worker: the thread ends with the task unfinished.

@@ -14,6 +14,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import {
+  DEADLINE_EXCEEDED_PREFIX,
   isWorkerEventMessage,
   type DescribeTask,
   type InferResult,
@@ -43,6 +44,11 @@ export interface ModelPoolOptions {
 /** Raised when the worker running a task died; the task's requests fail, later ones succeed. */
 export class WorkerCrashedError extends Error {
   override readonly name = 'WorkerCrashedError';
+}
+
+/** The task's deadline passed while it waited for a worker; it never ran. */
+export class DeadlineExceededError extends Error {
+  override readonly name = 'DeadlineExceededError';
 }
 
 /** What a pool's warm-up did: per-worker runs and duration, and warnings from default samples. */
@@ -172,6 +178,9 @@ export class ModelPool {
     } catch (err) {
       if (err instanceof Error && /^worker exited with code/.test(err.message)) {
         throw new WorkerCrashedError(`inference worker died while running the request (${err.message})`);
+      }
+      if (err instanceof Error && err.message.startsWith(DEADLINE_EXCEEDED_PREFIX)) {
+        throw new DeadlineExceededError(err.message);
       }
       throw err;
     }

@@ -69,6 +69,8 @@ export interface InferTask {
   readonly fetches?: readonly ArenaTensorPayload[];
   /** Epoch ms (performance.timeOrigin + now) when the main thread queued the task. */
   readonly queuedAtMs: number;
+  /** Epoch ms after which the task must not run (the gRPC deadline of its requests). */
+  readonly deadlineMs?: number | undefined;
   /** Test-only: make the worker die mid-task. Refused unless fault injection is on. */
   readonly fault?: 'crash-worker';
   /** Test-only: hold the worker this long before running (fault injection only). */
@@ -164,6 +166,9 @@ export function isWorkerEventMessage(message: unknown): message is WorkerEventMe
   const type = (message as { type?: unknown } | null)?.type;
   return type === 'hotpath:session' || type === 'hotpath:warm';
 }
+
+/** Prefix of the error a worker raises for a task whose deadline passed before it ran. */
+export const DEADLINE_EXCEEDED_PREFIX = 'deadline exceeded before execution';
 
 /** The current time as epoch milliseconds with sub-ms precision, comparable across threads. */
 export function epochMs(): number {

@@ -31,14 +31,14 @@ import { requestContextFrom, trailersFor } from '../request-context.js';
 export function inferHandlers(runner: InferenceRunner): UntypedServiceImplementation {
   return {
     ModelInfer: (call: ServerUnaryCall<ModelInferRequest, ModelInferResponse>, callback: sendUnaryData<ModelInferResponse>) => {
-      const context = requestContextFrom(call.metadata);
+      const context = requestContextFrom(call.metadata, call.getDeadline());
       runner.infer(call.request, context).then(
         (response) => callback(null, response, trailersFor(context)),
         (err: unknown) => callback({ ...toServiceError(err), metadata: trailersFor(context) }),
       );
     },
     ModelStreamInfer: (stream: ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>) => {
-      const context = requestContextFrom(stream.metadata);
+      const context = requestContextFrom(stream.metadata, stream.getDeadline());
       let pending = 0;
       let ended = false;
       let closed = false;
