@@ -29,7 +29,8 @@ Result<MemoryBlock> ArenaBatchMemory::Allocate(const BufferSpec& spec) {
 }
 
 void ArenaBatchMemory::Free(const MemoryBlock& block, const BufferSpec& /*spec*/) noexcept {
-  if (block.handle == 0) return;
+  // Handle 0 is a valid arena handle (slot 0, generation 0): test the pointer.
+  if (block.data == nullptr) return;
   // NOT_FOUND here means the owner was destroyed first (model unloaded while a
   // batch was still referenced); the memory is already back in the pool.
   (void)arena_->Release(block.handle);

@@ -8,6 +8,7 @@
 
 #include "napi/addon_data.h"
 #include "napi/arena_binding.h"
+#include "napi/batcher_binding.h"
 #include "napi/build_info_binding.h"
 #include "napi/device_binding.h"
 
@@ -19,6 +20,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   hotpath::napi::RegisterBuildInfoBinding(env, exports);
   hotpath::napi::RegisterDeviceBinding(env, exports);
   hotpath::napi::RegisterArenaBinding(env, exports);
+  hotpath::napi::RegisterBatcherBinding(env, exports);  // after the arena: its cleanup runs first
   return exports;
 }
 

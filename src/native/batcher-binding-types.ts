@@ -1,0 +1,148 @@
+// The raw shape of the batcher* exports of hotpath_native.node, exactly as
+// native/napi/batcher_binding.cc registers them. Only src/native/batcher.ts
+// calls these; it checks they exist before use (the loader's required
+// exports are unchanged).
+import type { NativeResult, NativeStatusCode } from './native-error.js';
+
+export type RawTimeoutAction = 'REJECT' | 'DELAY';
+
+export interface RawQueuePolicy {
+  readonly maxQueueSize: number;
+  readonly defaultTimeoutUs: number;
+  readonly timeoutAction: RawTimeoutAction;
+  readonly allowTimeoutOverride: boolean;
+}
+
+export interface RawBatcherConfig {
+  readonly arena: string;
+  readonly tenant: string;
+  readonly owner: number;
+  readonly modelName: string;
+  readonly clock: 'steady' | 'manual';
+  readonly inputCount: number;
+  readonly instanceCount: number;
+  readonly maxBatchSize: number;
+  readonly preferredBatchSizes: readonly number[];
+  readonly maxQueueDelayUs: number;
+  readonly preserveOrdering: boolean;
+  readonly priorityLevels: number;
+  readonly defaultPriorityLevel: number;
+  readonly defaultQueuePolicy: RawQueuePolicy;
+  readonly priorityQueuePolicy: readonly (RawQueuePolicy & { readonly level: number })[];
+}
+
+/** Why the batcher refused or dropped a request (native RejectKindName, plus the arena's quota). */
+export type RejectionReason = 'QUEUE_FULL' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'SHUTDOWN' | 'RESOURCE_EXHAUSTED';
+
+export interface RawSealedRequest {
+  /** The id batcher.ts passed to batcherEnqueue. */
+  readonly id: number;
+  readonly sequence: number;
+  readonly rowOffset: number;
+  readonly rows: number;
+  readonly priorityLevel: number;
+  readonly queueNs: number;
+}
+
+export interface RawSealedInput {
+  /** Arena handle of the input's block. */
+  readonly blockId: number;
+  /** Bytes in use, packed from offset 0. */
+  readonly bytes: number;
+  /** The block's requested size (sized for the largest batch). */
+  readonly capacity: number;
+  readonly shape: readonly number[];
+}
+
+export interface RawBatchEvent {
+  readonly type: 'batch';
+  readonly batchId: number;
+  readonly rows: number;
+  readonly requests: readonly RawSealedRequest[];
+  readonly inputs: readonly RawSealedInput[];
+}
+
+export interface RawRejectedRequest {
+  readonly id: number;
+  readonly sequence: number;
+  readonly reason: Exclude<RejectionReason, 'RESOURCE_EXHAUSTED'>;
+  readonly code: NativeStatusCode;
+  readonly message: string;
+  readonly queueNs: number;
+}
+
+export interface RawRejectedEvent {
+  readonly type: 'rejected';
+  readonly requests: readonly RawRejectedRequest[];
+}
+
+export interface RawMarkerEvent {
+  readonly type: 'marker';
+  readonly marker: number;
+}
+
+export type RawBatcherEvent = RawBatchEvent | RawRejectedEvent | RawMarkerEvent;
+
+/** A refused enqueue may say why (absent for argument and arena errors). */
+export type EnqueueResult =
+  | { readonly ok: true; readonly value: null }
+  | { readonly ok: false; readonly code: NativeStatusCode; readonly message: string; readonly reason?: RejectionReason };
+
+export interface RawBatcherStats {
+  readonly pendingRequests: number;
+  readonly openBatches: number;
+  readonly idleInstances: number;
+  readonly executionCount: number;
+  readonly inferenceCount: number;
+  readonly dispatchedRequests: number;
+  readonly queueNs: number;
+  readonly rejectedQueueFull: number;
+  readonly rejectedTimeout: number;
+  readonly rejectedDeadline: number;
+  readonly rejectedShutdown: number;
+  readonly delayed: number;
+  readonly memoryFailures: number;
+  readonly heldBatches: number;
+}
+
+/** `batcher` arguments are this environment's batcher ids. */
+export interface BatcherBinding {
+  batcherCreate(config: RawBatcherConfig, onEvent: (event: RawBatcherEvent) => void): NativeResult<number>;
+  batcherEnqueue(
+    batcher: number,
+    requestId: number,
+    rows: number,
+    priority: number,
+    timeoutUs: number,
+    /** Remaining time in µs on the batcher's clock; null: no deadline. */
+    deadlineUs: number | null,
+    inputs: readonly Uint8Array[],
+    dims: readonly (readonly number[])[],
+  ): EnqueueResult;
+  batcherInstanceIdle(batcher: number): NativeResult<null>;
+  batcherInstanceBusy(batcher: number): NativeResult<null>;
+  batcherStats(batcher: number): NativeResult<RawBatcherStats>;
+  /** Whether the marker was queued (false: already stopped). */
+  batcherStop(batcher: number, marker: number): NativeResult<boolean>;
+  batcherFlush(batcher: number, marker: number): NativeResult<boolean>;
+  batcherAdvanceClock(batcher: number, us: number): NativeResult<null>;
+  /** Whether a held batch was released now. */
+  batcherReleaseBatch(batcher: number, batchId: number): NativeResult<boolean>;
+  batcherView(batcher: number, batchId: number, input: number): NativeResult<ArrayBuffer>;
+  /** The arena binding's: detaches an external ArrayBuffer. */
+  arenaDetachView(view: ArrayBuffer): boolean;
+}
+
+export const batcherExports: readonly (keyof BatcherBinding)[] = [
+  'batcherCreate',
+  'batcherEnqueue',
+  'batcherInstanceIdle',
+  'batcherInstanceBusy',
+  'batcherStats',
+  'batcherStop',
+  'batcherFlush',
+  'batcherAdvanceClock',
+  'batcherReleaseBatch',
+  'batcherView',
+  'arenaDetachView',
+];

@@ -1,0 +1,344 @@
+// Typed wrapper for native/napi/batcher_binding.cc: the dynamic batcher of
+// one model version.
+//
+//   const batcher = Batcher.create({
+//     arena: 'main', tenant: 'team-a', owner: modelOwner.id, modelName: 'ranker:1',
+//     maxBatchSize: 64, preferredBatchSizes: [32, 64], maxQueueDelayUs: 500, instances: workers,
+//     inputs: [{ name: 'x', elementBytes: 4, dims: [128] }],
+//     onBatch: (batch) => pool.run(batch).finally(() => batcher.instanceIdle()),
+//   });
+//   const slice = await batcher.enqueue({ rows: 1, inputs: [bytes], dims: [[128]] });
+//   ...answer from slice.batch's outputs at slice.rowOffset..+slice.rows...
+//   slice.batch.release();        // once every request of the batch is answered
+//   await batcher.stop();         // pending requests get SHUTDOWN
+//
+// Flow: enqueue copies the request's bytes once, natively, into its open
+// batch's arena blocks, before it returns (the caller may reuse its arrays).
+// The native batcher thread seals batches (Triton's rules) and hands them to
+// this thread through a ThreadSafeFunction: each batch goes once to
+// `onBatch`, then each of its requests' promises resolves with its slice.
+// Requests that are never executed reject with a BatcherRejection.
+//
+// Ownership of batch memory: a delivered batch holds one arena reference per
+// input block until `batch.release()` (idempotent; a FinalizationRegistry
+// backstops a forgotten release). Views from `batch.view(i)` are detached on
+// release. A worker maps a block with `Arena.attach(name).adopt(blockId)`,
+// which takes its own reference: it stays valid after batch.release() until
+// the worker releases it. After everything is released the tenant is charged
+// nothing. Environment teardown (process or worker exit) stops the batcher
+// and frees every batch still held.
+//
+// Instances: a batch takes one idle instance when sealed; call
+// instanceIdle() when its run ends (instanceBusy() takes one for outside work
+// such as warm-up). With every instance busy, batches keep growing.
+//
+// Thread-safety: a Batcher belongs to the JS thread that created it; events
+// are delivered on that thread. The native batcher is thread-safe.
+import { nativeAddon, type LoadedAddon } from './loader.js';
+import { NativeError, unwrapNative, type CallSite } from './native-error.js';
+import {
+  batcherExports,
+  type BatcherBinding,
+  type EnqueueResult,
+  type RawBatchEvent,
+  type RawBatcherEvent,
+  type RawRejectedRequest,
+} from './batcher-binding-types.js';
+import { BatcherRejection, rejectionCodes } from './batcher-errors.js';
+import { checkEnqueue, fillBatcherOptions, type FilledBatcherOptions } from './batcher-options.js';
+import type {
+  BatchedRequest,
+  BatcherOptions,
+  BatcherStats,
+  BatchInput,
+  EnqueueRequest,
+  SealedBatch,
+  SealedSlice,
+} from './batcher-types.js';
+
+export { BatcherRejection, rejectionCodes, type RejectionReason } from './batcher-errors.js';
+export type * from './batcher-types.js';
+
+/** What a held batch needs to be released; shared with the backstop, never references the batch. */
+interface BatchRelease {
+  readonly binding: BatcherBinding;
+  readonly batcher: number;
+  readonly batchId: number;
+  released: boolean;
+  views: ArrayBuffer[];
+}
+
+function releaseBatch(state: BatchRelease): void {
+  if (state.released) return;
+  state.released = true;
+  for (const view of state.views) state.binding.arenaDetachView(view);
+  state.views = [];
+  state.binding.batcherReleaseBatch(state.batcher, state.batchId);
+}
+
+const backstop = new FinalizationRegistry<BatchRelease>(releaseBatch);
+
+class Batch implements SealedBatch {
+  readonly batchId: number;
+  readonly rows: number;
+  readonly requests: readonly BatchedRequest[];
+  readonly inputs: readonly BatchInput[];
+  // Private fields: invisible to structured clone, so a batch can be posted as plain data.
+  readonly #state: BatchRelease;
+
+  constructor(binding: BatcherBinding, batcher: number, raw: RawBatchEvent, names: readonly string[]) {
+    this.batchId = raw.batchId;
+    this.rows = raw.rows;
+    this.requests = raw.requests.map(({ rowOffset, rows, queueNs, sequence, priorityLevel }) => ({ rowOffset, rows, queueNs, sequence, priorityLevel }));
+    this.inputs = raw.inputs.map(({ blockId, bytes, shape }, i) => ({ name: names[i] ?? String(i), blockId, bytes, shape }));
+    this.#state = { binding, batcher, batchId: raw.batchId, released: false, views: [] };
+    backstop.register(this, this.#state, this);
+  }
+
+  get released(): boolean {
+    return this.#state.released;
+  }
+
+  view(input: number): Uint8Array {
+    if (this.#state.released) throw new NativeError('FAILED_PRECONDITION', `batch ${this.batchId} was released`, 'view');
+    const buffer = unwrapNative(this.#state.binding.batcherView(this.#state.batcher, this.batchId, input), 'view', this.view);
+    this.#state.views.push(buffer);
+    return new Uint8Array(buffer);
+  }
+
+  release(): void {
+    if (this.#state.released) return;
+    backstop.unregister(this);
+    releaseBatch(this.#state);
+  }
+}
+
+interface Pending {
+  readonly resolve: (slice: SealedSlice) => void;
+  readonly reject: (error: Error) => void;
+  readonly callSite: CallSite;
+}
+
+function bindingOf(addon: LoadedAddon): BatcherBinding {
+  const record = addon.binding as unknown as Record<string, unknown>;
+  const missing = batcherExports.filter((name) => typeof record[name] !== 'function');
+  if (missing.length > 0) {
+    throw new Error(`${addon.path} has no batcher bindings (${missing.join(', ')}); rebuild it with \`npm run build:native\``);
+  }
+  return addon.binding as unknown as BatcherBinding;
+}
+
+/** Gives `error` the stack of the user's call into the wrapper. */
+function withCallSite<T extends Error>(error: T, callSite: CallSite): T {
+  if (callSite.stack !== undefined) {
+    const frames = callSite.stack.split('\n').slice(1).join('\n');
+    error.stack = `${error.name}: ${error.message}\n${frames}`;
+  }
+  return error;
+}
+
+export class Batcher {
+  readonly modelName: string;
+  readonly #binding: BatcherBinding;
+  readonly #id: number;
+  readonly #options: FilledBatcherOptions;
+  readonly #pending = new Map<number, Pending>();
+  readonly #markers = new Map<number, () => void>();
+  #nextRequest = 1;
+  #nextMarker = 1;
+  #stopping: Promise<void> | undefined;
+  #finalStats: BatcherStats | undefined;
+
+  private constructor(binding: BatcherBinding, options: FilledBatcherOptions) {
+    this.#binding = binding;
+    this.#options = options;
+    this.modelName = options.modelName;
+    // The handler is this object's; the TSFN holds it until stop (so stop() is required).
+    this.#id = unwrapNative(binding.batcherCreate(options.raw, (event) => this.#onEvent(event)), 'Batcher.create', Batcher.create);
+  }
+
+  /** Validates the options and starts the model version's batcher thread. */
+  static create(options: BatcherOptions, addon: LoadedAddon = nativeAddon()): Batcher {
+    const filled = fillBatcherOptions(options);
+    return new Batcher(bindingOf(addon), filled);
+  }
+
+  /** True once stop() was called. */
+  get stopped(): boolean {
+    return this.#stopping !== undefined;
+  }
+
+  /**
+   * Queues one request. Resolves with its slice when its batch is sealed and
+   * handed to onBatch; rejects with a BatcherRejection (QUEUE_FULL,
+   * RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED at once; TIMEOUT,
+   * DEADLINE_EXCEEDED, SHUTDOWN while queued) or a NativeError
+   * INVALID_ARGUMENT for a request that does not match the model's inputs.
+   */
+  enqueue(request: EnqueueRequest): Promise<SealedSlice> {
+    const callSite: CallSite = {};
+    Error.captureStackTrace(callSite, this.enqueue);
+    if (this.#stopping !== undefined) {
+      return Promise.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), callSite));
+    }
+    let checked;
+    try {
+      checked = checkEnqueue(this.#options, request);
+    } catch (error) {
+      return Promise.reject(withCallSite(error as Error, callSite));
+    }
+    const id = this.#nextRequest++;
+    const { rows, priority, timeoutUs, deadlineUs, inputs, dims } = checked;
+    const result = this.#binding.batcherEnqueue(this.#id, id, rows, priority, timeoutUs, deadlineUs, inputs, dims);
+    if (!result.ok) return Promise.reject(withCallSite(this.#refusal(result), callSite));
+    return new Promise<SealedSlice>((resolve, reject) => this.#pending.set(id, { resolve, reject, callSite }));
+  }
+
+  /** An instance finished its batch. FAILED_PRECONDITION if all are already idle. No-op after stop(). */
+  instanceIdle(): void {
+    if (this.#stopping !== undefined) return;
+    unwrapNative(this.#binding.batcherInstanceIdle(this.#id), 'instanceIdle', this.instanceIdle);
+  }
+
+  /** An instance was taken by work outside the batcher. FAILED_PRECONDITION if none is idle. No-op after stop(). */
+  instanceBusy(): void {
+    if (this.#stopping !== undefined) return;
+    unwrapNative(this.#binding.batcherInstanceBusy(this.#id), 'instanceBusy', this.instanceBusy);
+  }
+
+  /** Counters since create, read now (after stop: the final ones). */
+  stats(): BatcherStats {
+    const result = this.#binding.batcherStats(this.#id);
+    if (!result.ok && this.#finalStats !== undefined) return { ...this.#finalStats, heldBatches: 0 };
+    return unwrapNative(result, 'stats', this.stats);
+  }
+
+  /**
+   * Stops the batcher thread. Requests still queued reject with SHUTDOWN;
+   * batches already sealed are still delivered. Resolves once every
+   * request's promise has settled. Idempotent. Delivered batches stay
+   * valid until released.
+   */
+  stop(): Promise<void> {
+    if (this.#stopping !== undefined) return this.#stopping;
+    const marker = this.#nextMarker++;
+    this.#stopping = new Promise<void>((resolve) => this.#markers.set(marker, resolve)).then(() => this.#failPending());
+    try {
+      const queued = unwrapNative(this.#binding.batcherStop(this.#id, marker), 'stop', this.stop);
+      this.#finalStats = unwrapNative(this.#binding.batcherStats(this.#id), 'stop', this.stop);
+      if (!queued) this.#resolveMarker(marker);
+    } catch (error) {
+      this.#resolveMarker(marker);
+      return Promise.reject(error);
+    }
+    return this.#stopping;
+  }
+
+  /**
+   * Test hook: resolves once the batcher loop has acted on everything before
+   * the call and the resulting batches and rejections have been delivered.
+   * Briefly blocks this thread while the loop catches up.
+   */
+  flush(): Promise<void> {
+    if (this.#stopping !== undefined) return this.#stopping;
+    const marker = this.#nextMarker++;
+    const done = new Promise<void>((resolve) => this.#markers.set(marker, resolve));
+    try {
+      if (!unwrapNative(this.#binding.batcherFlush(this.#id, marker), 'flush', this.flush)) this.#resolveMarker(marker);
+    } catch (error) {
+      this.#markers.delete(marker);
+      return Promise.reject(error);
+    }
+    return done;
+  }
+
+  /**
+   * Test hook for clock 'manual': moves the batcher's time forward by `us`
+   * and resolves once everything that caused has been delivered (flush()).
+   */
+  advanceClock(us: number): Promise<void> {
+    if (!Number.isSafeInteger(us) || us < 0) return Promise.reject(new TypeError(`advanceClock: us must be an integer >= 0, got ${String(us)}`));
+    try {
+      unwrapNative(this.#binding.batcherAdvanceClock(this.#id, us), 'advanceClock', this.advanceClock);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.flush();
+  }
+
+  // Runs on this thread for every TSFN event. Must not throw: the native
+  // side treats a throw as an uncaught exception.
+  #onEvent(event: RawBatcherEvent): void {
+    switch (event.type) {
+      case 'batch':
+        this.#deliver(event);
+        break;
+      case 'rejected':
+        for (const request of event.requests) this.#reject(request);
+        break;
+      case 'marker':
+        this.#resolveMarker(event.marker);
+        break;
+    }
+  }
+
+  #deliver(event: RawBatchEvent): void {
+    const batch = new Batch(this.#binding, this.#id, event, this.#options.inputs.map((input) => input.name));
+    try {
+      this.#options.onBatch(batch);
+    } catch (error) {
+      // Not dispatched: nothing runs it, so it gives its instance and memory back.
+      batch.release();
+      try {
+        this.instanceIdle();
+      } catch {
+        // All instances idle already: the handler gave it back before throwing.
+      }
+      for (const request of event.requests) this.#take(request.id)?.reject(error as Error);
+      return;
+    }
+    event.requests.forEach((request, i) => {
+      const { rowOffset, rows, queueNs, sequence } = batch.requests[i] ?? request;
+      this.#take(request.id)?.resolve({ batch, rowOffset, rows, queueNs, sequence });
+    });
+  }
+
+  #reject(request: RawRejectedRequest): void {
+    const pending = this.#take(request.id);
+    if (pending === undefined) return;
+    const error = new BatcherRejection(request.reason, request.code, request.message, this.modelName, request.queueNs, this.#options.tenant);
+    pending.reject(withCallSite(error, pending.callSite));
+  }
+
+  #take(id: number): Pending | undefined {
+    const pending = this.#pending.get(id);
+    this.#pending.delete(id);
+    return pending;
+  }
+
+  #resolveMarker(marker: number): void {
+    const resolve = this.#markers.get(marker);
+    this.#markers.delete(marker);
+    resolve?.();
+  }
+
+  // After stop's marker every request has settled; this only guards the contract.
+  #failPending(): void {
+    for (const [id, pending] of [...this.#pending]) {
+      this.#pending.delete(id);
+      pending.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), pending.callSite));
+    }
+  }
+
+  #rejection(reason: keyof typeof rejectionCodes, message: string, queueNs: number): BatcherRejection {
+    return new BatcherRejection(reason, rejectionCodes[reason], message, this.modelName, queueNs, this.#options.tenant);
+  }
+
+  // A refused enqueue: a typed rejection when the native side said why.
+  #refusal(result: Extract<EnqueueResult, { ok: false }>): Error {
+    if (result.reason === undefined) return new NativeError(result.code, result.message, 'enqueue');
+    // The arena's quota message names the tenant but not the model.
+    const message = result.reason === 'RESOURCE_EXHAUSTED' ? `model '${this.modelName}': ${result.message}` : result.message;
+    return this.#rejection(result.reason, message, 0);
+  }
+}
