@@ -51,7 +51,8 @@ async function main(): Promise<number> {
   const suite = suites.get(args.suite)!;
   const root = packageInfo().root;
   const started = Date.now();
-  const report = await suite.run({ quick: args.quick, root, log: (line) => console.error(line) });
+  const file = args.json ?? path.join(root, 'bench', 'results', `${args.suite}-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
+  const report = await suite.run({ quick: args.quick, root, log: (line) => console.error(line), outputFile: path.resolve(file) });
   const json = {
     ...report.json,
     meta: {
@@ -61,7 +62,6 @@ async function main(): Promise<number> {
       host: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version },
     },
   };
-  const file = args.json ?? path.join(root, 'bench', 'results', `${args.suite}-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
   mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
   const width = Math.max(...report.table.map(([label]) => label.length));

@@ -1,7 +1,8 @@
 // The benchmark registry: `npm run bench -- <name>` runs suites[name].
 // Add a suite by writing bench/suites/<name>.ts (a BenchSuite) and listing it
-// here; `serve` (the gRPC load generator) and `patrol` (leak patrol) will.
+// here; `patrol` (leak patrol) will.
 import { arenaSuite } from './arena.js';
+import { serveSuite } from './serve.js';
 import type { BenchSuite } from './suite.js';
 
-export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite].map((suite) => [suite.name, suite]));
+export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite].map((suite) => [suite.name, suite]));

@@ -9,6 +9,8 @@ export interface SuiteContext {
   readonly root: string;
   /** Progress lines go to stderr so stdout stays parseable. */
   readonly log: (line: string) => void;
+  /** Where the runner will write the JSON; suites put other artefacts (.md, .svg) next to it. */
+  readonly outputFile: string;
 }
 
 export interface SuiteReport {

@@ -28,7 +28,8 @@ export function toServiceError(err: unknown): Partial<ServiceError> & { code: st
   if (err instanceof ServingError) return serviceError(err.code, err.message);
   if (err instanceof WorkerCrashedError) return serviceError(status.UNAVAILABLE, err.message);
   if (err instanceof DeadlineExceededError) return serviceError(status.DEADLINE_EXCEEDED, err.message);
-  if (err instanceof NativeError) return serviceError(NATIVE_STATUS[err.code], err.message);
+  // The native message is for clients; the operation prefix of err.message is for logs.
+  if (err instanceof NativeError) return serviceError(NATIVE_STATUS[err.code], err.nativeMessage);
   // Anything else escaped from onnxruntime or from a bug: INTERNAL, with its message.
   const message = err instanceof Error ? err.message : String(err);
   return serviceError(status.INTERNAL, `inference failed: ${message}`);

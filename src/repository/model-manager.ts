@@ -26,7 +26,8 @@ import { ModelConfigError, parseModelConfigText, validateModelConfig } from './m
 import { GoldenCheckError, loadGoldenCases, runGoldenChecks } from './golden-check.js';
 import { ModelVersion } from './model-version.js';
 import { selectVersions } from './version-policy.js';
-import { asResourceExhausted, VersionMemory } from './version-memory.js';
+import { VersionMemory } from './version-memory.js';
+import { VersionBatcher, type VersionBatcherHooks } from '../batching/version-batcher.js';
 import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
 
 export interface ModelManagerOptions {
@@ -40,6 +41,8 @@ export interface ModelManagerOptions {
   readonly defaultWarmup: boolean;
   /** The memory ledger: tenants' quotas, model reservations, request buffers. */
   readonly memory: ServerMemory;
+  /** What dynamic batchers report back (executions, for statistics and metrics). */
+  readonly batching: Omit<VersionBatcherHooks, 'logger'>;
   readonly logger: Logger;
   /** Called after any model's readiness may have changed (health endpoints follow it). */
   readonly onStateChange?: () => void;
@@ -454,6 +457,8 @@ export class ModelManager {
       }
       const seconds = (performance.now() - started) / 1000;
       version.markReady(seconds);
+      const batcher = VersionBatcher.forVersion(version, { ...this.options.batching, logger: this.log });
+      if (batcher !== undefined) version.attachBatcher(batcher);
       this.log.info(
         {
           ...fields,

@@ -13,6 +13,7 @@ import { signatureFromConfig, type ModelSignature } from '../server/model-signat
 import type { ModelPool, WarmupReport } from '../workers/model-pool.js';
 import type { InferResult, InferTask, WarmupPlan } from '../workers/worker-protocol.js';
 import { InferenceStatistics } from './inference-statistics.js';
+import type { VersionBatcher } from '../batching/version-batcher.js';
 import type { VersionMemory } from './version-memory.js';
 
 export type VersionState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
@@ -23,8 +24,13 @@ export class ModelVersion {
   private stateValue: VersionState = 'LOADING';
   private reasonValue = 'starting workers';
   private loadSecondsValue: number | undefined;
+  /** Pool tasks running (requests' executions, batches, golden checks). */
   private inFlight = 0;
+  /** Requests admitted and not yet answered (some may wait in the batcher). */
+  private requests = 0;
   private drained: (() => void) | undefined;
+  /** Set when the version batches dynamically (see batching/version-batcher.ts). */
+  private batcherValue: VersionBatcher | undefined;
 
   constructor(
     readonly modelName: string,
@@ -67,7 +73,32 @@ export class ModelVersion {
 
   /** Requests admitted and not yet answered. */
   get pendingRequests(): number {
-    return this.inFlight;
+    return Math.max(this.requests, this.inFlight);
+  }
+
+  get batcher(): VersionBatcher | undefined {
+    return this.batcherValue;
+  }
+
+  /** Attaches the dynamic batcher once the version is READY; it is stopped on unload. */
+  attachBatcher(batcher: VersionBatcher): void {
+    this.batcherValue = batcher;
+  }
+
+  /** Counts one request from admission to answer, so unload waits for it (batched or not). */
+  async admit<T>(handle: () => Promise<T>): Promise<T> {
+    this.requests += 1;
+    try {
+      return await handle();
+    } finally {
+      this.requests -= 1;
+      this.notifyIfDrained();
+    }
+  }
+
+  /** The pool's worker count (the batcher's instances). */
+  get instances(): number {
+    return this.pool.instances;
   }
 
   /** Live worker threads and queued tasks, for the pool-size gauges. */
@@ -112,8 +143,12 @@ export class ModelVersion {
       return await this.pool.infer(task, transfer);
     } finally {
       this.inFlight -= 1;
-      if (this.inFlight === 0) this.drained?.();
+      this.notifyIfDrained();
     }
+  }
+
+  private notifyIfDrained(): void {
+    if (this.inFlight === 0 && this.requests === 0) this.drained?.();
   }
 
   /**
@@ -126,7 +161,7 @@ export class ModelVersion {
 
   /** True when the version serves and no request runs on it: it may be evicted. */
   get idle(): boolean {
-    return this.stateValue === 'READY' && this.inFlight === 0;
+    return this.stateValue === 'READY' && this.inFlight === 0 && this.requests === 0;
   }
 
   /** Stops admitting requests, waits for the admitted ones, then frees the workers. */
@@ -134,11 +169,13 @@ export class ModelVersion {
     if (this.stateValue === 'UNLOADING' || this.stateValue === 'UNAVAILABLE') return;
     this.stateValue = 'UNLOADING';
     this.reasonValue = '';
-    if (this.inFlight > 0) {
+    if (this.inFlight > 0 || this.requests > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;
       });
     }
+    // Nothing waits in the batcher now (every admitted request was answered).
+    await this.batcherValue?.stop();
     await this.pool.close();
     // The sessions are gone: so is everything the version held in the ledger.
     this.memory.destroy();

@@ -94,6 +94,20 @@ export class VersionMemory {
     }
   }
 
+  /** The arena owner the version's blocks are allocated under (batches use it too). */
+  get ownerId(): number {
+    return this.owner.id;
+  }
+
+  /** A batch's pre-allocated output buffer, charged to the tenant. Throws RESOURCE_EXHAUSTED. */
+  allocOutput(bytes: number): Block {
+    try {
+      return this.memory.arena.alloc(this.owner, bytes, { tenant: this.options.tenant });
+    } catch (err) {
+      throw asResourceExhausted(err, `output buffer of ${bytes} bytes for model '${this.options.model}'`);
+    }
+  }
+
   /** Frees the reservation and every block the version still holds. Idempotent. */
   destroy(): void {
     if (this.destroyed) return;

@@ -89,6 +89,12 @@ export class HotpathServer {
     });
     this.models = new ModelManager({
       memory: this.memory,
+      batching: {
+        onExecuted: (version, rows, timing) => {
+          version.statistics.recordExecution(rows, timing);
+          this.metrics.observeExecution(version, rows);
+        },
+      },
       repository: options.modelRepository,
       intraOpThreads: options.intraOpThreads,
       faultInjection: options.faultInjection,

@@ -47,14 +47,37 @@ export interface PreparedInference {
 /** Request parameters hotpath itself interprets; others are accepted and ignored, as in Triton. */
 export const FAULT_PARAMETER = 'hotpath_fault';
 
+/**
+ * Triton's scheduling parameters: `priority` (a priority level, 0 = the
+ * model's default) and `timeout` (µs in the queue; may only lower the model's
+ * default when the queue policy allows overrides). Absent: 0.
+ */
+export function schedulingParameters(parameters: Record<string, InferParameter>): { priority: number; timeoutUs: number } {
+  return {
+    priority: nonNegativeIntParameter(parameters, 'priority'),
+    timeoutUs: nonNegativeIntParameter(parameters, 'timeout'),
+  };
+}
+
+function nonNegativeIntParameter(parameters: Record<string, InferParameter>, key: string): number {
+  const choice = parameters[key]?.parameterChoice;
+  if (choice === undefined || choice.case === undefined) return 0;
+  const value = choice.case === 'int64Param' || choice.case === 'uint64Param' ? Number(choice.value) : NaN;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw invalidArgument(`parameter '${key}': expected a non-negative integer (int64_param or uint64_param), got ${choice.case} ${String(choice.value)}`);
+  }
+  return value;
+}
+
 export function prepareInference(
   request: ModelInferRequest,
   signature: ModelSignature,
   allocate?: InputAllocator,
+  options: { copy?: boolean } = {},
 ): PreparedInference {
   const blocks: InputBlock[] = [];
   try {
-    return prepareInto(request, signature, allocate, blocks);
+    return prepareInto(request, signature, allocate, blocks, options.copy ?? true);
   } catch (err) {
     for (const block of blocks) block.release();
     throw err;
@@ -66,6 +89,7 @@ function prepareInto(
   signature: ModelSignature,
   allocate: InputAllocator | undefined,
   blocks: InputBlock[],
+  copy: boolean,
 ): PreparedInference {
   const useRaw = request.rawInputContents.length > 0;
   if (useRaw && request.rawInputContents.length !== request.inputs.length) {
@@ -100,7 +124,8 @@ function prepareInto(
     }
     const rawBytes = useRaw ? request.rawInputContents[index] : undefined;
     // With an arena, raw bytes are copied once, straight into the block (see intoArena).
-    const payload = inputPayload(input, spec, shape, rawBytes, allocate === undefined);
+    // `copy` false: raw inputs stay views of the request (the batcher copies them once).
+    const payload = inputPayload(input, spec, shape, rawBytes, copy && allocate === undefined);
     if (allocate !== undefined && payload.type !== 'string' && payload.data.byteLength > 0) {
       inputs.push(intoArena(payload, allocate, blocks));
     } else {

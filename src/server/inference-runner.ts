@@ -15,8 +15,15 @@ import type { AccessLog } from '../observability/access-log.js';
 import type { FailureReason } from '../observability/metric-names.js';
 import type { ServerMetrics } from '../observability/metrics.js';
 import { WorkerCrashedError } from '../workers/model-pool.js';
-import { epochMs, inlineOutputs, type InferResult, type InferTask } from '../workers/worker-protocol.js';
-import { FAULT_PARAMETER, prepareInference, stringParameter, type PreparedInference } from './infer-request.js';
+import { epochMs, inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
+import { requestRows, type VersionBatcher } from '../batching/version-batcher.js';
+import {
+  FAULT_PARAMETER,
+  prepareInference,
+  schedulingParameters,
+  stringParameter,
+  type PreparedInference,
+} from './infer-request.js';
 import { buildInferResponse } from './infer-response.js';
 import type { RequestContext } from './request-context.js';
 
@@ -84,14 +91,77 @@ export class InferenceRunner {
     }
   }
 
+  /** Counts the request on its version (unload waits for it) and pins the version's memory. */
   private async run(
     request: ModelInferRequest,
     version: ModelVersion,
     context: RequestContext,
     elapsedNs: () => number,
   ): Promise<ModelInferResponse> {
-    // In use from here: the version is not evictable while the request runs.
-    version.memory.requestStarted();
+    return version.admit(async () => {
+      // In use from here: the version is not evictable while the request runs.
+      version.memory.requestStarted();
+      try {
+        const fault = this.faultFor(request);
+        // Test-only faults act on one request, so a request carrying one runs alone.
+        const batcher = fault.fault === undefined && fault.faultDelayMs === undefined ? version.batcher : undefined;
+        return batcher === undefined
+          ? await this.runAlone(request, version, context, elapsedNs, fault)
+          : await this.runBatched(request, version, batcher, context, elapsedNs);
+      } finally {
+        version.memory.requestFinished();
+      }
+    });
+  }
+
+  /** Dynamic batching: the native batcher copies the inputs once into its batch. */
+  private async runBatched(
+    request: ModelInferRequest,
+    version: ModelVersion,
+    batcher: VersionBatcher,
+    context: RequestContext,
+    elapsedNs: () => number,
+  ): Promise<ModelInferResponse> {
+    const prepared = prepareInference(request, version.signature, undefined, { copy: false });
+    const inputs = prepared.inputs.map((input) => {
+      if (isArenaPayload(input)) throw new Error('unexpected arena input before batching');
+      return { bytes: new Uint8Array(input.data.buffer, input.data.byteOffset, input.data.byteLength), dims: input.dims };
+    });
+    const rows = await batcher.infer({
+      rows: prepared.batchSize,
+      inputs: inputs.map((input) => input.bytes),
+      dims: inputs.map((input) => input.dims),
+      ...schedulingParameters(request.parameters),
+      deadlineMs: context.deadlineMs,
+    });
+    let response: ModelInferResponse;
+    try {
+      const outputs = prepared.outputs.map((spec) => {
+        const output = rows.result.outputs.get(spec.name);
+        if (output === undefined) throw new Error(`model produced no output named '${spec.name}'`);
+        const mine = requestRows(output, rows.result.rows, rows.rowOffset, rows.rows);
+        // A copy of this request's rows: the batch's blocks are reused once every request is done.
+        return { name: spec.name, type: spec.ortType, dims: mine.dims, data: mine.bytes.slice() };
+      });
+      response = buildInferResponse(request, version.versionLabel, prepared.outputs, outputs, true);
+    } finally {
+      rows.done();
+    }
+    const timing = { ...rows.result.timing, queueNs: rows.batcherQueueNs + rows.result.timing.queueNs };
+    const totalNs = elapsedNs();
+    version.statistics.recordSuccess(prepared.batchSize, totalNs, timing);
+    this.options.metrics?.observeSuccess(version, totalNs / 1e6, timing);
+    return response;
+  }
+
+  /** One request, one execution: inputs copied once into arena blocks the worker maps. */
+  private async runAlone(
+    request: ModelInferRequest,
+    version: ModelVersion,
+    context: RequestContext,
+    elapsedNs: () => number,
+    fault: Pick<InferTask, 'fault' | 'faultDelayMs'>,
+  ): Promise<ModelInferResponse> {
     let prepared: PreparedInference | undefined;
     let response: ModelInferResponse;
     let result: InferResult;
@@ -104,7 +174,7 @@ export class InferenceRunner {
         outputNames: prepared.outputs.map((spec) => spec.name),
         queuedAtMs: epochMs(),
         deadlineMs: context.deadlineMs,
-        ...this.faultFor(request),
+        ...fault,
       };
       result = await version.run(task, prepared.transfer);
       response = buildInferResponse(
@@ -117,7 +187,6 @@ export class InferenceRunner {
     } finally {
       // The worker dropped its mapping when the run ended; nothing stays charged.
       for (const block of prepared?.blocks ?? []) block.release();
-      version.memory.requestFinished();
     }
     const totalNs = elapsedNs();
     version.statistics.recordExecution(prepared.batchSize, result.timing);

@@ -1,0 +1,277 @@
+/**
+ * Dynamic batching for one model version: the native batcher (Triton's rules,
+ * a real timer thread) assembles requests in place in arena memory, and this
+ * module runs each sealed batch on the version's worker pool and hands every
+ * request its own rows of the outputs.
+ *
+ * Memory, per batch:
+ *   - inputs: the batcher copied each request's bytes once into the batch's
+ *     arena blocks (charged to the tenant); the worker maps them, no copy;
+ *   - outputs: when an output's shape follows from the row count, it is
+ *     pre-allocated in the arena and onnxruntime fills it in place (fetches);
+ *     otherwise onnxruntime allocates it and the buffer is transferred back;
+ *   - the input blocks are released when the run ends, the output blocks when
+ *     the batch's last request has built its response. Nothing stays charged.
+ *
+ * Which versions batch: those whose config has `dynamic_batching` and
+ * max_batch_size > 0, without BYTES tensors (their variable-size elements
+ * cannot be packed into fixed rows). Others run one request at a time.
+ *
+ * Main thread only (the Batcher delivers batches on the thread that made it).
+ */
+import type { Logger } from 'pino';
+import type { ModelDynamicBatching } from '../generated/model_config_pb.js';
+import { ModelQueuePolicy_TimeoutAction } from '../generated/model_config_pb.js';
+import { Batcher, type QueuePolicyOptions, type SealedBatch, type SealedSlice } from '../native/batcher.js';
+import type { Block } from '../native/arena.js';
+import type { ModelVersion } from '../repository/model-version.js';
+import type { TensorSpec } from '../server/model-signature.js';
+import { ARENA_NAME } from '../tenancy/server-memory.js';
+import { elementCount } from '../tensor/shape.js';
+import { wireTypeInfo, type NumericArray } from '../tensor/wire-types.js';
+import {
+  epochMs,
+  isArenaPayload,
+  type ArenaTensorPayload,
+  type InferTask,
+  type WorkerTiming,
+} from '../workers/worker-protocol.js';
+
+/** One output of an executed batch, all rows. */
+interface BatchOutput {
+  readonly bytes: Uint8Array;
+  readonly dims: readonly number[];
+}
+
+/** An executed batch: its outputs and timing, shared by the batch's requests. */
+export interface BatchResult {
+  readonly outputs: ReadonlyMap<string, BatchOutput>;
+  readonly timing: WorkerTiming;
+  readonly rows: number;
+}
+
+/** One request's share of a batch: its rows of every output. */
+export interface RequestRows {
+  readonly result: BatchResult;
+  readonly rowOffset: number;
+  readonly rows: number;
+  /** Time queued in the batcher, ns. */
+  readonly batcherQueueNs: number;
+  /** Call when the response is built: the batch's output blocks go once every request is done. */
+  readonly done: () => void;
+}
+
+export interface VersionBatcherHooks {
+  /** Called once per executed batch (statistics and metrics count executions here). */
+  readonly onExecuted: (version: ModelVersion, rows: number, timing: WorkerTiming) => void;
+  readonly logger: Logger;
+}
+
+interface Execution {
+  readonly result: Promise<BatchResult>;
+  /** Requests of the batch that have not built their response yet. */
+  pending: number;
+  readonly outputBlocks: Block[];
+}
+
+export class VersionBatcher {
+  private readonly executions = new WeakMap<SealedBatch, Execution>();
+  private readonly batcher: Batcher;
+
+  private constructor(
+    private readonly version: ModelVersion,
+    dynamic: ModelDynamicBatching,
+    private readonly hooks: VersionBatcherHooks,
+  ) {
+    const signature = version.signature;
+    this.batcher = Batcher.create({
+      arena: ARENA_NAME,
+      tenant: version.tenant,
+      owner: version.memory.ownerId,
+      modelName: `${version.modelName}:${version.versionLabel}`,
+      inputs: signature.inputs.map((spec) => ({
+        name: spec.name,
+        elementBytes: wireTypeInfo(spec.datatype).size,
+        dims: modelDims(spec),
+      })),
+      maxBatchSize: signature.maxBatchSize,
+      preferredBatchSizes: dynamic.preferredBatchSize.map(Number),
+      maxQueueDelayUs: Number(dynamic.maxQueueDelayMicroseconds),
+      preserveOrdering: dynamic.preserveOrdering,
+      priorityLevels: Number(dynamic.priorityLevels),
+      ...(Number(dynamic.priorityLevels) > 0 ? { defaultPriorityLevel: Number(dynamic.defaultPriorityLevel) } : {}),
+      ...(dynamic.defaultQueuePolicy ? { defaultQueuePolicy: queuePolicy(dynamic.defaultQueuePolicy) } : {}),
+      priorityQueuePolicy: Object.fromEntries(
+        Object.entries(dynamic.priorityQueuePolicy).map(([level, policy]) => [Number(level), queuePolicy(policy)]),
+      ),
+      instances: version.instances,
+      onBatch: (batch) => this.execute(batch),
+    });
+  }
+
+  /** A batcher for `version`, or undefined when the version does not batch (see the file comment). */
+  static forVersion(version: ModelVersion, hooks: VersionBatcherHooks): VersionBatcher | undefined {
+    const scheduling = version.config.schedulingChoice;
+    const dynamic = scheduling.case === 'dynamicBatching' ? scheduling.value : undefined;
+    const signature = version.signature;
+    if (dynamic === undefined || signature.maxBatchSize === 0) return undefined;
+    const bytes = [...signature.inputs, ...signature.outputs].find((spec) => spec.datatype === 'BYTES');
+    if (bytes !== undefined) {
+      hooks.logger.warn(
+        { model: version.modelName, model_version: version.versionLabel },
+        `dynamic_batching ignored: tensor '${bytes.name}' is BYTES, whose elements cannot be packed into rows`,
+      );
+      return undefined;
+    }
+    return new VersionBatcher(version, dynamic, hooks);
+  }
+
+  /**
+   * Queues one validated request (its inputs as byte views, model order, rows
+   * first in each shape) and resolves with its rows of the executed batch.
+   * Rejections (queue full, timeout, deadline, quota, shutdown) are
+   * BatcherRejections carrying their gRPC status; such requests never ran.
+   */
+  async infer(request: {
+    rows: number;
+    inputs: readonly Uint8Array[];
+    dims: readonly (readonly number[])[];
+    priority: number;
+    timeoutUs: number;
+    deadlineMs: number | undefined;
+  }): Promise<RequestRows> {
+    const slice: SealedSlice = await this.batcher.enqueue({
+      rows: request.rows,
+      inputs: request.inputs,
+      dims: request.dims.map((dims) => dims.slice(1)),
+      priority: request.priority,
+      timeoutUs: request.timeoutUs,
+      ...(request.deadlineMs !== undefined ? { deadlineMs: request.deadlineMs - Date.now() } : {}),
+    });
+    const execution = this.executions.get(slice.batch);
+    if (execution === undefined) throw new Error(`batch ${slice.batch.batchId} was sealed but never dispatched`);
+    const done = () => {
+      execution.pending -= 1;
+      if (execution.pending === 0) for (const block of execution.outputBlocks) block.release();
+    };
+    let result: BatchResult;
+    try {
+      result = await execution.result;
+    } catch (err) {
+      done();
+      throw err;
+    }
+    return { result, rowOffset: slice.rowOffset, rows: slice.rows, batcherQueueNs: slice.queueNs, done };
+  }
+
+  stats() {
+    return this.batcher.stats();
+  }
+
+  /** Pending requests get UNAVAILABLE (shutdown); called once nothing is admitted any more. */
+  async stop(): Promise<void> {
+    await this.batcher.stop();
+  }
+
+  /** onBatch: runs a sealed batch on the pool (on this thread; must not throw late). */
+  private execute(batch: SealedBatch): void {
+    const signature = this.version.signature;
+    const outputBlocks: Block[] = [];
+    const fetches: ArenaTensorPayload[] = [];
+    try {
+      for (const spec of signature.outputs) {
+        const dims = modelDims(spec);
+        if (dims.some((dim) => dim < 0)) continue; // shape unknown until the run: onnxruntime allocates it
+        const byteLength = batch.rows * elementCount(dims) * wireTypeInfo(spec.datatype).size;
+        if (byteLength === 0) continue;
+        const block = this.version.memory.allocOutput(byteLength);
+        outputBlocks.push(block);
+        fetches.push({ name: spec.name, type: ortType(spec), dims: [batch.rows, ...dims], arenaBlock: block.id, byteLength });
+      }
+    } catch (err) {
+      for (const block of outputBlocks) block.release();
+      throw err; // the batcher rejects the batch's requests with it (RESOURCE_EXHAUSTED)
+    }
+    const task: InferTask = {
+      kind: 'infer',
+      inputs: batch.inputs.map((input, i) => ({
+        name: input.name,
+        type: ortType(signature.inputs[i] as TensorSpec),
+        dims: input.shape,
+        arenaBlock: input.blockId,
+        byteLength: input.bytes,
+      })),
+      outputNames: signature.outputs.map((spec) => spec.name),
+      fetches,
+      queuedAtMs: epochMs(),
+    };
+    const blocksById = new Map(outputBlocks.map((block) => [block.id, block]));
+    const result = this.version.run(task, []).then(
+      (run): BatchResult => {
+        const outputs = new Map<string, BatchOutput>();
+        for (const output of run.outputs) {
+          if (isArenaPayload(output)) {
+            const block = blocksById.get(output.arenaBlock);
+            if (block === undefined) throw new Error(`output '${output.name}' names an unknown block`);
+            outputs.set(output.name, { bytes: new Uint8Array(block.view(), 0, output.byteLength), dims: output.dims });
+          } else {
+            const data = output.data as NumericArray | Uint8Array;
+            outputs.set(output.name, {
+              bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+              dims: output.dims,
+            });
+          }
+        }
+        this.hooks.onExecuted(this.version, batch.rows, run.timing);
+        return { outputs, timing: run.timing, rows: batch.rows };
+      },
+    );
+    // The worker held its own references while it ran: the inputs can go now,
+    // and the instance is free for the next batch.
+    void result
+      .catch(() => undefined)
+      .finally(() => {
+        batch.release();
+        if (!this.batcher.stopped) this.batcher.instanceIdle();
+        if (execution.pending === 0) for (const block of outputBlocks) block.release();
+      });
+    const execution: Execution = { result, pending: batch.requests.length, outputBlocks };
+    this.executions.set(batch, execution);
+  }
+}
+
+/** One request's rows of an output: a view, no copy (the response copies once). */
+export function requestRows(output: BatchOutput, batchRows: number, rowOffset: number, rows: number): {
+  bytes: Uint8Array;
+  dims: number[];
+} {
+  const rowBytes = batchRows === 0 ? 0 : output.bytes.byteLength / batchRows;
+  return {
+    bytes: output.bytes.subarray(rowOffset * rowBytes, (rowOffset + rows) * rowBytes),
+    dims: [rows, ...output.dims.slice(1)],
+  };
+}
+
+/** The shape the model itself sees per row: `reshape` when the config has one. */
+function modelDims(spec: TensorSpec): number[] {
+  return [...(spec.reshape ?? spec.dims)];
+}
+
+function ortType(spec: TensorSpec): ArenaTensorPayload['type'] {
+  if (spec.ortType === 'string') throw new Error(`tensor '${spec.name}' is BYTES and cannot be batched`);
+  return spec.ortType;
+}
+
+function queuePolicy(policy: {
+  maxQueueSize: number | bigint;
+  defaultTimeoutMicroseconds: number | bigint;
+  timeoutAction: ModelQueuePolicy_TimeoutAction;
+  allowTimeoutOverride: boolean;
+}): QueuePolicyOptions {
+  return {
+    maxQueueSize: Number(policy.maxQueueSize),
+    defaultTimeoutUs: Number(policy.defaultTimeoutMicroseconds),
+    timeoutAction: policy.timeoutAction === ModelQueuePolicy_TimeoutAction.DELAY ? 'DELAY' : 'REJECT',
+    allowTimeoutOverride: policy.allowTimeoutOverride,
+  };
+}

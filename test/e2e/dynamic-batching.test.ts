@@ -1,0 +1,146 @@
+/**
+ * Dynamic batching end to end: concurrent requests share executions and each
+ * gets exactly its own rows back; a full queue answers UNAVAILABLE; a request
+ * that times out in the queue or passes its gRPC deadline answers
+ * DEADLINE_EXCEEDED and is never executed; a tenant whose batch memory does
+ * not fit is refused while another tenant is served.
+ */
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeSampleRepository } from '../../models/lib/sample-models.js';
+import { tempRepository } from './helpers/repositories.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
+import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
+
+let served: ServedRepository;
+
+/** ctr_mlp's model under another name and config (its I/O: features FP32 [32] → score FP32 [1]). */
+async function ctrVariant(dir: string, name: string, extra: string): Promise<void> {
+  await mkdir(path.join(dir, name, '1'), { recursive: true });
+  await copyFile(path.join(dir, 'ctr_mlp', '1', 'model.onnx'), path.join(dir, name, '1', 'model.onnx'));
+  await writeFile(
+    path.join(dir, name, 'config.pbtxt'),
+    `name: "${name}"\nmax_batch_size: 64\n` +
+      'input [ { name: "features" data_type: TYPE_FP32 dims: [ 32 ] } ]\n' +
+      'output [ { name: "score" data_type: TYPE_FP32 dims: [ 1 ] } ]\n' +
+      extra,
+  );
+}
+
+beforeAll(async () => {
+  served = await serveRepository(
+    tempRepository(async (dir) => {
+      await writeSampleRepository(dir, { only: ['ctr_mlp'] });
+      // Holds a batch open for 1.5 s unless 64 rows arrive; at most 2 requests queued.
+      await ctrVariant(dir, 'ctr_small_queue', 'dynamic_batching { max_queue_delay_microseconds: 1500000 default_queue_policy { max_queue_size: 2 } }\n');
+      // Holds a batch open for 3 s, but a request may wait at most 200 ms.
+      await ctrVariant(dir, 'ctr_short_timeout', 'dynamic_batching { max_queue_delay_microseconds: 3000000 default_queue_policy { default_timeout_microseconds: 200000 timeout_action: REJECT } }\n');
+      // Waits 3 s for a batch: a client deadline of 300 ms passes first.
+      await ctrVariant(dir, 'ctr_slow_batch', 'dynamic_batching { max_queue_delay_microseconds: 3000000 }\n');
+      // Tenant 'tight' has room for the model's declared footprint, not for a 64-row batch (8 KiB).
+      await ctrVariant(dir, 'ctr_tight', 'dynamic_batching { }\nparameters { key: "tenant" value: { string_value: "tight" } }\nparameters { key: "memory_footprint_bytes" value: { string_value: "1MiB" } }\n');
+    }),
+    ['--tenant', 'tight:1028KiB'],
+  );
+});
+
+afterAll(() => served?.close());
+
+const features = (seed: number, rows: number) =>
+  Float32Array.from({ length: rows * 32 }, (_, i) => Math.sin(seed * 1.7 + i * 0.31));
+
+const request = (model: string, seed: number, rows = 1, parameters: Message = {}): Message => ({
+  model_name: model,
+  id: `r${seed}`,
+  parameters,
+  inputs: [{ name: 'features', datatype: 'FP32', shape: [rows, 32] }],
+  raw_input_contents: [f32Bytes(features(seed, rows))],
+});
+
+async function statistics(model: string): Promise<Message> {
+  return (await served.client.call('ModelStatistics', { name: model, version: '1' }))['model_stats'][0];
+}
+
+describe('dynamic batching', () => {
+  it('batches 64 concurrent clients, and every request gets exactly its own rows', async () => {
+    const before = await statistics('ctr_mlp');
+    const rowsOf = (k: number) => 1 + (k % 3);
+    const responses = await Promise.all(
+      Array.from({ length: 64 }, (_, k) => served.client.call('ModelInfer', request('ctr_mlp', k, rowsOf(k)))),
+    );
+    const after = await statistics('ctr_mlp');
+    const inferences = Number(after.inference_count) - Number(before.inference_count);
+    const executions = Number(after.execution_count) - Number(before.execution_count);
+    expect(inferences).toBe(Array.from({ length: 64 }, (_, k) => rowsOf(k)).reduce((a, b) => a + b, 0));
+    expect(executions).toBeGreaterThan(0);
+    expect(executions).toBeLessThan(inferences);
+    expect(after.batch_stats.some((b: Message) => Number(b['batch_size']) > 3)).toBe(true);
+
+    const session = await ort.InferenceSession.create(path.join(served.dir, 'ctr_mlp', '1', 'model.onnx'));
+    for (let k = 0; k < 64; k++) {
+      const rows = rowsOf(k);
+      const expected = (await session.run({ features: new ort.Tensor('float32', features(k, rows), [rows, 32]) }))['score']!;
+      expect(responses[k]!['id']).toBe(`r${k}`);
+      expect(responses[k]!['outputs'][0].shape).toEqual([String(rows), '1']);
+      const got = readF32(responses[k]!['raw_output_contents'][0]);
+      const want = expected.data as Float32Array;
+      for (let i = 0; i < rows; i++) expect(got[i]).toBeCloseTo(want[i]!, 5);
+    }
+    await session.release();
+  });
+
+  it('answers UNAVAILABLE naming the model and the queue size when the queue is full', async () => {
+    const waiting = [served.client.call('ModelInfer', request('ctr_small_queue', 1)), served.client.call('ModelInfer', request('ctr_small_queue', 2))];
+    // Let both arrive before the third.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const err = await served.client.callError('ModelInfer', request('ctr_small_queue', 3));
+    expect(err.code).toBe(grpc.status.UNAVAILABLE);
+    expect(err.details).toMatch(/model 'ctr_small_queue:1': queue full \(max_queue_size 2/);
+    // The queued ones go when the delay expires, together.
+    const done = await Promise.all(waiting);
+    expect(done.map((r) => r['id'])).toEqual(['r1', 'r2']);
+    const stats = await statistics('ctr_small_queue');
+    expect(stats.execution_count).toBe('1');
+    expect(stats.inference_count).toBe('2');
+  });
+
+  it('answers DEADLINE_EXCEEDED for a queue timeout and never executes the request', async () => {
+    const err = await served.client.callError('ModelInfer', request('ctr_short_timeout', 4));
+    expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    expect(err.details).toMatch(/ctr_short_timeout/);
+    const stats = await statistics('ctr_short_timeout');
+    expect(stats.execution_count).toBe('0');
+    expect(stats.inference_stats.fail.count).toBe('1');
+  });
+
+  it('drops a request whose gRPC deadline passes in the queue, without executing it', async () => {
+    const deadline = new Date(Date.now() + 300);
+    const err = await new Promise<grpc.ServiceError>((resolve) =>
+      served.client.raw['ModelInfer']!.call(served.client.raw, request('ctr_slow_batch', 5), new grpc.Metadata(), { deadline }, (e: grpc.ServiceError) => resolve(e)),
+    );
+    expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    // The server drops it on its own deadline too: the failure is counted, no execution ever.
+    let stats = await statistics('ctr_slow_batch');
+    for (let i = 0; i < 50 && stats.inference_stats.fail.count === '0'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      stats = await statistics('ctr_slow_batch');
+    }
+    expect(stats.inference_stats.fail.count).toBe('1');
+    expect(stats.execution_count).toBe('0');
+  });
+
+  it('refuses a tenant whose batch does not fit its quota while another tenant is served', async () => {
+    const [refused, served1, served2] = await Promise.all([
+      served.client.callError('ModelInfer', request('ctr_tight', 6)),
+      served.client.call('ModelInfer', request('ctr_mlp', 7)),
+      served.client.call('ModelInfer', request('ctr_mlp', 8)),
+    ]);
+    expect(refused.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(refused.details).toMatch(/tight/);
+    expect(served1['id']).toBe('r7');
+    expect(served2['id']).toBe('r8');
+  });
+});
