@@ -110,6 +110,8 @@ export interface StatisticsSnapshot {
   readonly successNs: number;
   readonly queueNs: number;
   readonly computeInferNs: number;
+  /** Requests counted in computeInferNs: each carries its whole batch's execution time (Triton's rule). */
+  readonly computeInferCount: number;
 }
 
 export async function modelStatistics(client: grpc.Client, model: string): Promise<StatisticsSnapshot> {
@@ -125,6 +127,7 @@ export async function modelStatistics(client: grpc.Client, model: string): Promi
     successNs: Number(s?.success?.ns ?? 0n),
     queueNs: Number(s?.queue?.ns ?? 0n),
     computeInferNs: Number(s?.computeInfer?.ns ?? 0n),
+    computeInferCount: Number(s?.computeInfer?.count ?? 0n),
   };
 }
 
@@ -147,6 +150,11 @@ export function statisticsDelta(before: StatisticsSnapshot, after: StatisticsSna
     mean_batch: round(rows / executions, 2),
     queue_share: round((after.queueNs - before.queueNs) / successNs, 4),
     server_request_ms: round(successNs / successes / 1e6, 4),
-    compute_infer_ms_per_execution: round((after.computeInferNs - before.computeInferNs) / executions / 1e6, 4),
+    // Every request of a batch is charged the batch's whole execution time, so
+    // ns / count is the mean execution time (weighted by requests), not ns / executions.
+    compute_infer_ms_per_execution: round(
+      (after.computeInferNs - before.computeInferNs) / (after.computeInferCount - before.computeInferCount) / 1e6,
+      4,
+    ),
   };
 }

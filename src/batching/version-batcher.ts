@@ -22,12 +22,13 @@
 import type { Logger } from 'pino';
 import type { ModelDynamicBatching } from '../generated/model_config_pb.js';
 import { ModelQueuePolicy_TimeoutAction } from '../generated/model_config_pb.js';
-import { Batcher, type QueuePolicyOptions, type SealedBatch, type SealedSlice } from '../native/batcher.js';
+import { Batcher, BatcherRejection, type QueuePolicyOptions, type SealedBatch, type SealedSlice } from '../native/batcher.js';
 import type { Block } from '../native/arena.js';
 import type { ModelVersion } from '../repository/model-version.js';
 import type { TensorSpec } from '../server/model-signature.js';
 import { ARENA_NAME } from '../tenancy/server-memory.js';
 import { elementCount } from '../tensor/shape.js';
+import { ResponseOrder } from './response-order.js';
 import { wireTypeInfo, type NumericArray } from '../tensor/wire-types.js';
 import {
   epochMs,
@@ -77,6 +78,8 @@ interface Execution {
 export class VersionBatcher {
   private readonly executions = new WeakMap<SealedBatch, Execution>();
   private readonly batcher: Batcher;
+  /** Set with `preserve_ordering`: answers leave in arrival order. */
+  private readonly order: ResponseOrder | undefined;
 
   private constructor(
     private readonly version: ModelVersion,
@@ -84,6 +87,7 @@ export class VersionBatcher {
     private readonly hooks: VersionBatcherHooks,
   ) {
     const signature = version.signature;
+    this.order = dynamic.preserveOrdering ? new ResponseOrder() : undefined;
     this.batcher = Batcher.create({
       arena: ARENA_NAME,
       tenant: version.tenant,
@@ -140,14 +144,21 @@ export class VersionBatcher {
     timeoutUs: number;
     deadlineMs: number | undefined;
   }): Promise<RequestRows> {
-    const slice: SealedSlice = await this.batcher.enqueue({
-      rows: request.rows,
-      inputs: request.inputs,
-      dims: request.dims.map((dims) => dims.slice(1)),
-      priority: request.priority,
-      timeoutUs: request.timeoutUs,
-      ...(request.deadlineMs !== undefined ? { deadlineMs: request.deadlineMs - Date.now() } : {}),
-    });
+    let slice: SealedSlice;
+    try {
+      slice = await this.batcher.enqueue({
+        rows: request.rows,
+        inputs: request.inputs,
+        dims: request.dims.map((dims) => dims.slice(1)),
+        priority: request.priority,
+        timeoutUs: request.timeoutUs,
+        ...(request.deadlineMs !== undefined ? { deadlineMs: request.deadlineMs - Date.now() } : {}),
+      });
+    } catch (err) {
+      // An accepted request that was dropped still answers in its place.
+      if (err instanceof BatcherRejection && err.sequence !== undefined) await this.order?.turn(err.sequence);
+      throw err;
+    }
     const execution = this.executions.get(slice.batch);
     if (execution === undefined) throw new Error(`batch ${slice.batch.batchId} was sealed but never dispatched`);
     const done = () => {
@@ -159,8 +170,10 @@ export class VersionBatcher {
       result = await execution.result;
     } catch (err) {
       done();
+      await this.order?.turn(slice.sequence);
       throw err;
     }
+    await this.order?.turn(slice.sequence);
     return { result, rowOffset: slice.rowOffset, rows: slice.rows, batcherQueueNs: slice.queueNs, done };
   }
 
@@ -178,6 +191,7 @@ export class VersionBatcher {
     const signature = this.version.signature;
     const outputBlocks: Block[] = [];
     const fetches: ArenaTensorPayload[] = [];
+    let allocationFailure: unknown;
     try {
       for (const spec of signature.outputs) {
         const dims = modelDims(spec);
@@ -189,8 +203,8 @@ export class VersionBatcher {
         fetches.push({ name: spec.name, type: ortType(spec), dims: [batch.rows, ...dims], arenaBlock: block.id, byteLength });
       }
     } catch (err) {
-      for (const block of outputBlocks) block.release();
-      throw err; // the batcher rejects the batch's requests with it (RESOURCE_EXHAUSTED)
+      // Answered through the batch's requests (RESOURCE_EXHAUSTED), in their order.
+      allocationFailure = err;
     }
     const task: InferTask = {
       kind: 'infer',
@@ -206,10 +220,11 @@ export class VersionBatcher {
       queuedAtMs: epochMs(),
     };
     const blocksById = new Map(outputBlocks.map((block) => [block.id, block]));
-    const result = this.version.run(task, []).then(
-      (run): BatchResult => {
+    const run = allocationFailure === undefined ? this.version.run(task, []) : Promise.reject(allocationFailure);
+    const result = run.then(
+      (executed): BatchResult => {
         const outputs = new Map<string, BatchOutput>();
-        for (const output of run.outputs) {
+        for (const output of executed.outputs) {
           if (isArenaPayload(output)) {
             const block = blocksById.get(output.arenaBlock);
             if (block === undefined) throw new Error(`output '${output.name}' names an unknown block`);
@@ -222,8 +237,8 @@ export class VersionBatcher {
             });
           }
         }
-        this.hooks.onExecuted(this.version, batch.rows, run.timing);
-        return { outputs, timing: run.timing, rows: batch.rows };
+        this.hooks.onExecuted(this.version, batch.rows, executed.timing);
+        return { outputs, timing: executed.timing, rows: batch.rows };
       },
     );
     // The worker held its own references while it ran: the inputs can go now,

@@ -29,6 +29,12 @@ export class BatcherRejection extends NativeError {
     readonly queueNs: number,
     /** The model's tenant (the one charged, for RESOURCE_EXHAUSTED). */
     readonly tenant: string,
+    /**
+     * The request's arrival number when it had been accepted and was dropped
+     * later (timeout, deadline, shutdown); undefined when refused at enqueue.
+     * With preserve_ordering, its answer takes this place in the order.
+     */
+    readonly sequence?: number,
   ) {
     super(code, message, 'enqueue');
     // NativeError declares `name` as a literal; this keeps its own in stacks.

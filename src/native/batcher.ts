@@ -306,7 +306,9 @@ export class Batcher {
   #reject(request: RawRejectedRequest): void {
     const pending = this.#take(request.id);
     if (pending === undefined) return;
-    const error = new BatcherRejection(request.reason, request.code, request.message, this.modelName, request.queueNs, this.#options.tenant);
+    const error = new BatcherRejection(
+      request.reason, request.code, request.message, this.modelName, request.queueNs, this.#options.tenant, request.sequence,
+    );
     pending.reject(withCallSite(error, pending.callSite));
   }
 
