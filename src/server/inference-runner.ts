@@ -223,10 +223,10 @@ export class InferenceRunner {
         `parameter '${FAULT_PARAMETER}' is refused: fault injection is disabled (start the server with --enable-fault-injection)`,
       );
     }
-    if (fault === 'crash-worker') return { fault };
+    if (fault === 'crash-worker' || fault === 'crash-worker-once') return { fault };
     const delay = /^delay:(\d{1,6})$/.exec(fault);
     if (delay !== null) return { faultDelayMs: Number(delay[1]) };
-    throw invalidArgument(`parameter '${FAULT_PARAMETER}': expected 'crash-worker' or 'delay:<ms>', got '${fault}'`);
+    throw invalidArgument(`parameter '${FAULT_PARAMETER}': expected 'crash-worker', 'crash-worker-once' or 'delay:<ms>', got '${fault}'`);
   }
 }
 

@@ -82,7 +82,7 @@ async function infer(task: InferTask): Promise<InferResult> {
     // Waited in the pool's queue past the caller's deadline: never run it.
     throw new Error(`${DEADLINE_EXCEEDED_PREFIX} (waited ${Math.round(startedAt - task.queuedAtMs)} ms for a worker)`);
   }
-  if (task.fault === 'crash-worker') {
+  if (task.fault === 'crash-worker' || task.fault === 'crash-worker-once') {
     if (!init.faultInjection) throw new Error('fault injection is disabled in this server');
     // Simulates a native crash of this worker: the thread ends with the task unfinished.
     process.exit(70);

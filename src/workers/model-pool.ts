@@ -177,10 +177,30 @@ export class ModelPool {
       return (await this.piscina.run(task, { transferList: transfer })) as InferResult;
     } catch (err) {
       if (err instanceof Error && /^worker exited with code/.test(err.message)) {
+        // Inference is idempotent: a task whose worker died is retried once on
+        // another (piscina has replaced the dead one). Only tasks whose inputs
+        // live in the arena can be: transferred buffers went down with the worker.
+        if (transfer.length === 0) return this.retryAfterCrash(task, err.message);
         throw new WorkerCrashedError(`inference worker died while running the request (${err.message})`);
       }
       if (err instanceof Error && err.message.startsWith(DEADLINE_EXCEEDED_PREFIX)) {
         throw new DeadlineExceededError(err.message);
+      }
+      throw err;
+    }
+  }
+
+  private async retryAfterCrash(task: InferTask, firstFailure: string): Promise<InferResult> {
+    this.options.logger.warn({ model_path: this.options.modelPath, error: firstFailure }, 'inference worker died mid-task; retrying the task once');
+    // A transient test fault strikes the first attempt only.
+    const retry: InferTask = task.fault === 'crash-worker-once' ? { ...task, fault: undefined } : task;
+    try {
+      return (await this.piscina.run(retry)) as InferResult;
+    } catch (err) {
+      if (err instanceof Error && /^worker exited with code/.test(err.message)) {
+        throw new WorkerCrashedError(
+          `inference worker died while running the request (${firstFailure}), and again on the retry (${err.message})`,
+        );
       }
       throw err;
     }

@@ -71,8 +71,11 @@ export interface InferTask {
   readonly queuedAtMs: number;
   /** Epoch ms after which the task must not run (the gRPC deadline of its requests). */
   readonly deadlineMs?: number | undefined;
-  /** Test-only: make the worker die mid-task. Refused unless fault injection is on. */
-  readonly fault?: 'crash-worker';
+  /**
+   * Test-only: make the worker die mid-task ('crash-worker-once': only the
+   * first attempt, as a transient fault would). Refused unless fault injection is on.
+   */
+  readonly fault?: 'crash-worker' | 'crash-worker-once';
   /** Test-only: hold the worker this long before running (fault injection only). */
   readonly faultDelayMs?: number;
 }

@@ -32,7 +32,8 @@ describe('worker crash', () => {
     const during = Array.from({ length: 20 }, (_, k) => served.client.call('ModelInfer', request(k)));
     const err = await crash;
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
-    expect(err.details).toMatch(/inference worker died while running the request \(worker exited with code: 70\)/);
+    // Retried once on a healthy worker (inference is idempotent); this fault follows the task, so the retry dies too.
+    expect(err.details).toMatch(/inference worker died while running the request \(worker exited with code: 70\), and again on the retry \(worker exited with code: 70\)/);
     const survivors = await Promise.all(during);
     const after = await Promise.all(Array.from({ length: 20 }, (_, k) => served.client.call('ModelInfer', request(k))));
     for (let k = 0; k < 20; k++) {
@@ -44,5 +45,14 @@ describe('worker crash', () => {
     const stats = (await served.client.call('ModelStatistics', { name: 'ctr_mlp' }))['model_stats'][0];
     expect(stats.inference_stats.fail.count).toBe('1');
     expect(stats.inference_stats.success.count).toBe('60');
+  });
+
+  it('retries a task whose worker died once on a healthy worker, and the request succeeds', async () => {
+    const expected = readF32((await served.client.call('ModelInfer', request(5)))['raw_output_contents'][0]);
+    const others = Array.from({ length: 10 }, (_, k) => served.client.call('ModelInfer', request(k)));
+    const retried = await served.client.call('ModelInfer', request(5, { hotpath_fault: { string_param: 'crash-worker-once' } }));
+    expect(readF32(retried['raw_output_contents'][0])).toEqual(expected);
+    expect(await Promise.all(others)).toHaveLength(10);
+    expect(served.server.logs.some((l) => l['msg'] === 'inference worker died mid-task; retrying the task once')).toBe(true);
   });
 });
