@@ -22,7 +22,7 @@ import {
   TenantConfigError,
   type TenantQuota,
 } from './tenancy/tenant-config.js';
-import { HotpathServer } from './server/hotpath-server.js';
+import { HotpathServer, type PatrolSettings } from './server/hotpath-server.js';
 
 const USAGE = `usage: hotpath serve --model-repository DIR [options]
 
@@ -47,6 +47,11 @@ options:
   --tenants-file FILE          tenants as JSON: {"tenants": {"NAME": "QUOTA", ...}}
   --log-level LEVEL            trace|debug|info|warn|error|fatal|silent (default info)
   --enable-fault-injection     honour test-only fault hooks (never in production)
+  --patrol-interval S          leak patrol sampling interval in seconds (default 30; 0 = off)
+  --patrol-leak-threshold SIZE a worker generation leaking more restarts its pool (default 500MiB)
+  --patrol-growth-rate SIZE    sustained growth per second over the window that restarts it (default 1MiB)
+  --patrol-window K            samples in the growth window (default 5)
+  --patrol-max-restarts N      restarts before a model whose leak comes back is marked degraded (default 3)
 
 signals: SIGTERM or SIGINT drains and exits 0; a second signal exits at once (code 1).
 `;
@@ -67,6 +72,8 @@ export interface ServeOptions {
   faultInjection: boolean;
   memoryCapacityBytes: number;
   tenants: TenantQuota[];
+  /** Undefined when --patrol-interval is 0. */
+  patrol: PatrolSettings | undefined;
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -92,6 +99,11 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'memory-capacity': { type: 'string' },
       tenant: { type: 'string', multiple: true, default: [] },
       'tenants-file': { type: 'string' },
+      'patrol-interval': { type: 'string', default: '30' },
+      'patrol-leak-threshold': { type: 'string', default: '500MiB' },
+      'patrol-growth-rate': { type: 'string', default: '1MiB' },
+      'patrol-window': { type: 'string', default: '5' },
+      'patrol-max-restarts': { type: 'string', default: '3' },
     },
   });
   const repository = values['model-repository'];
@@ -115,6 +127,27 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     logLevel: level,
     faultInjection: values['enable-fault-injection'] as boolean,
     ...memoryOptions(values['memory-capacity'], values.tenant as string[], values['tenants-file']),
+    patrol: patrolOptions(values),
+  };
+}
+
+function patrolOptions(values: Record<string, unknown>): PatrolSettings | undefined {
+  const intervalS = numberFlag('--patrol-interval', values['patrol-interval'] as string, 0, 86400);
+  if (intervalS === 0) return undefined;
+  const size = (flag: string) => {
+    try {
+      return parseByteSize(values[flag] as string, `--${flag}`);
+    } catch (err) {
+      if (err instanceof TenantConfigError) throw new UsageError(err.message);
+      throw err;
+    }
+  };
+  return {
+    intervalMs: Math.max(1, Math.round(intervalS * 1000)),
+    leakThresholdBytes: size('patrol-leak-threshold'),
+    growthBytesPerSecond: size('patrol-growth-rate'),
+    window: integerFlag('--patrol-window', values['patrol-window'] as string, 2, 1000),
+    maxRestarts: integerFlag('--patrol-max-restarts', values['patrol-max-restarts'] as string, 0, 1000),
   };
 }
 
@@ -190,6 +223,7 @@ async function serve(argv: string[]): Promise<void> {
     memoryCapacityBytes: options.memoryCapacityBytes,
     tenants: options.tenants,
     faultInjection: options.faultInjection,
+    patrol: options.patrol,
     serverName: 'hotpath',
     serverVersion: packageVersion(),
     logger: root,

@@ -37,6 +37,10 @@ export const METRIC = {
   workerPoolQueue: 'hotpath_worker_pool_queue_size',
   inflightRequests: 'hotpath_inflight_requests',
 
+  // The leak patrol (src/patrol).
+  patrolRestarts: 'hotpath_patrol_restarts_total',
+  modelDegraded: 'hotpath_model_degraded',
+
   // Per-tenant arena gauges: registered once an arena statistics source is attached.
   arenaAllocatedBytes: 'hotpath_arena_allocated_bytes',
   arenaReservedBytes: 'hotpath_arena_reserved_bytes',

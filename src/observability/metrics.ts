@@ -24,6 +24,7 @@ import {
   METRIC,
 } from './metric-names.js';
 import type { StatisticsSnapshot } from '../repository/inference-statistics.js';
+import type { PatrolReason } from '../patrol/patrol-policy.js';
 
 export interface MetricsSources {
   /** Every loaded version (READY or UNLOADING). */
@@ -57,6 +58,7 @@ export class ServerMetrics {
   private readonly computeInferDuration: Histogram<string>;
   private readonly batchSize: Histogram<string>;
   private tenantMemory: TenantMemorySource | undefined;
+  private readonly patrolRestarts: Counter<string>;
 
   constructor(private readonly sources: MetricsSources) {
     collectDefaultMetrics({ register: this.registry });
@@ -69,6 +71,14 @@ export class ServerMetrics {
     this.queueDuration = histogram(METRIC.queueDurationMs, 'Time a successful request waited for a worker (ms).', LATENCY_BUCKETS_MS);
     this.computeInferDuration = histogram(METRIC.computeInferDurationMs, 'Model execution time of successful requests (ms).', LATENCY_BUCKETS_MS);
     this.batchSize = histogram(METRIC.batchSize, 'Rows per model execution.', BATCH_SIZE_BUCKETS);
+
+    // Pushed (rarely) by the leak patrol; reason is a bounded enum (patrol-policy.ts).
+    this.patrolRestarts = new Counter({
+      name: METRIC.patrolRestarts,
+      help: 'Worker pool restarts by the leak patrol, by model and reason.',
+      labelNames: [LABEL.model, LABEL.reason],
+      registers: [this.registry],
+    });
 
     const { inflightRequests } = this.sources;
     new Gauge({
@@ -101,6 +111,11 @@ export class ServerMetrics {
   /** One model execution of `rows` rows. */
   observeExecution(version: ModelVersion, rows: number): void {
     this.batchSize.observe(tenantLabels(version), rows);
+  }
+
+  /** The leak patrol restarted a model's worker pool. */
+  countPatrolRestart(model: string, reason: PatrolReason): void {
+    this.patrolRestarts.inc({ model, reason });
   }
 
   /** Attaches the arena's per-tenant statistics (read at scrape time); once per server. */
@@ -201,6 +216,7 @@ export class ServerMetrics {
     gauge(METRIC.pendingRequests, 'Instantaneous number of pending requests awaiting execution.', VERSION_LABELS, (v) => v.pendingRequests);
     gauge(METRIC.modelLoadSeconds, 'Seconds the model version took to turn READY (load, warm-up, golden checks).', TENANT_LABELS, (v) => v.loadSeconds);
     gauge(METRIC.modelReady, '1 when the model version serves, else 0.', TENANT_LABELS, (v) => (v.state === 'READY' ? 1 : 0));
+    gauge(METRIC.modelDegraded, '1 when the leak patrol gave up restarting the version (it still serves).', VERSION_LABELS, (v) => (v.degraded ? 1 : 0));
     gauge(METRIC.workerPoolThreads, 'Live worker threads of the version\'s pool.', TENANT_LABELS, (v) => v.poolThreads);
     gauge(METRIC.workerPoolInstances, 'Configured worker threads of the version\'s pool (instance_group count).', TENANT_LABELS, (v) => v.poolInstances);
     gauge(METRIC.workerPoolQueue, 'Tasks waiting for a free worker of the version\'s pool.', TENANT_LABELS, (v) => v.poolQueueSize);

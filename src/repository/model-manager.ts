@@ -20,6 +20,7 @@ import { DEFAULT_TENANT, parseByteSize } from '../tenancy/tenant-config.js';
 import { ModelPool } from '../workers/model-pool.js';
 import { createSessionCreationLock } from '../workers/session-footprint.js';
 import type { ModelIoDescription } from '../workers/worker-protocol.js';
+import type { Owner } from '../native/arena.js';
 import { completeModelConfig, type TensorInfo } from './config-autocomplete.js';
 import { ortTypeToDataType } from './datatypes.js';
 import { ModelConfigError, parseModelConfigText, validateModelConfig } from './model-config.js';
@@ -29,6 +30,7 @@ import { selectVersions } from './version-policy.js';
 import { VersionMemory } from './version-memory.js';
 import { VersionBatcher, type VersionBatcherHooks } from '../batching/version-batcher.js';
 import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
+import { leakFault } from './fault-parameters.js';
 
 export interface ModelManagerOptions {
   readonly repository: string;
@@ -386,24 +388,36 @@ export class ModelManager {
           estimateBytes: declared ?? fileBytes * instances,
           onEvict: () => this.evict(name, version),
         });
+        const file = path.join(modelDir, CONFIG_FILENAME);
         let pool: ModelPool | undefined;
         try {
-          const created = await ModelPool.create({
-            modelPath,
-            instances,
-            intraOpThreads: intraOpThreads(config, this.options.intraOpThreads),
-            faultInjection: this.options.faultInjection,
-            footprintLock: this.footprintLock,
-            footprintFloorBytes: fileBytes,
-            arenaName: ARENA_NAME,
-            logger: this.log,
-          });
+          const leak = leakFault(config, this.options.faultInjection, file);
+          const tenant = modelTenant(config);
+          const log = this.log;
+          // The same options for every generation: the first here, later ones on restart.
+          const createPool = (generation: number, owner: Owner) =>
+            ModelPool.create({
+              modelPath,
+              instances,
+              intraOpThreads: intraOpThreads(config, this.options.intraOpThreads),
+              faultInjection: this.options.faultInjection,
+              footprintLock: this.footprintLock,
+              footprintFloorBytes: fileBytes,
+              arenaName: ARENA_NAME,
+              generation,
+              generationOwnerId: owner.id,
+              tenant,
+              leakFault: leak,
+              logger: log,
+            });
+          const startPool = async (generation: number, owner: Owner) => (await createPool(generation, owner)).pool;
+          const owner = memory.createGenerationOwner(1);
+          const created = await createPool(1, owner);
           pool = created.pool;
-          const file = path.join(modelDir, CONFIG_FILENAME);
           config = completeModelConfig(config, name, toTensorInfo(created.io), { file });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
-          versions.push(new ModelVersion(name, version, config, pool, memory));
+          versions.push(new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool));
           record.loading = [...versions];
         } catch (err) {
           await pool?.close();

@@ -8,7 +8,10 @@
  *   measurement);
  * - its requests' input blocks, charged to the same tenant;
  * - an owner under its tenant, destroyed when the version goes, so nothing it
- *   held stays charged.
+ *   held stays charged;
+ * - one child owner per worker generation (kind 'worker-generation'): what
+ *   the workers themselves allocate is charged there, and destroying it when
+ *   the generation is retired frees it, whatever the workers leaked.
  *
  * The reservation is pinned while the version loads and while requests run on
  * it: only an idle version is evictable. Each request also marks it most
@@ -106,6 +109,17 @@ export class VersionMemory {
     } catch (err) {
       throw asResourceExhausted(err, `output buffer of ${bytes} bytes for model '${this.options.model}'`);
     }
+  }
+
+  /** A new worker generation's owner, under the version's owner (so `destroy()` covers it too). */
+  createGenerationOwner(generation: number): Owner {
+    return this.memory.arena.createOwner('worker-generation', `${this.options.model}/${this.options.version}#${generation}`, this.owner);
+  }
+
+  /** Frees everything a retired generation's workers held; the bytes freed. No-op once the version is destroyed. */
+  destroyGenerationOwner(owner: Owner): number {
+    if (this.destroyed) return 0;
+    return this.memory.arena.destroyOwner(owner).bytes;
   }
 
   /** Frees the reservation and every block the version still holds. Idempotent. */

@@ -30,6 +30,7 @@ import { unimplementedHandlers } from './handlers/unimplemented-handlers.js';
 import { createHealthHttpServer, type HealthReport } from './http-endpoints.js';
 import { InferenceRunner } from './inference-runner.js';
 import { ServerMemory } from '../tenancy/server-memory.js';
+import { LeakPatrol } from '../patrol/leak-patrol.js';
 import type { TenantQuota } from '../tenancy/tenant-config.js';
 
 export interface ServerOptions {
@@ -51,9 +52,19 @@ export interface ServerOptions {
   /** The arena's capacity: request buffers + model reservations, all tenants together. */
   readonly memoryCapacityBytes: number;
   readonly tenants: readonly TenantQuota[];
+  /** The leak patrol's settings (see src/patrol); undefined: no patrol. */
+  readonly patrol?: PatrolSettings | undefined;
   readonly serverName: string;
   readonly serverVersion: string;
   readonly logger: Logger;
+}
+
+export interface PatrolSettings {
+  readonly intervalMs: number;
+  readonly leakThresholdBytes: number;
+  readonly growthBytesPerSecond: number;
+  readonly window: number;
+  readonly maxRestarts: number;
 }
 
 export interface BoundPorts {
@@ -79,6 +90,7 @@ export class HotpathServer {
   private phase: Phase = 'starting';
   private drained: Promise<boolean> | undefined;
   private readonly log: Logger;
+  private readonly patrol: LeakPatrol | undefined;
 
   constructor(private readonly options: ServerOptions) {
     this.log = options.logger.child({ component: 'server' });
@@ -124,6 +136,24 @@ export class HotpathServer {
       ...unimplementedHandlers(),
     });
     this.health.addToServer(this.grpc);
+    this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);
+  }
+
+  private createPatrol(settings: PatrolSettings): LeakPatrol {
+    return new LeakPatrol({
+      ...settings,
+      versions: () => this.models.versions(),
+      tenantAllocatedBytes: (tenant) => this.memory.arena.stats().tenants.find((t) => t.name === tenant)?.allocated ?? 0,
+      deviceMemory: () => {
+        // Only a CUDA arena's figures are device memory; on host there is nothing to compare.
+        const info = this.memory.arena.deviceInfo();
+        if (info.backend !== 'cuda') return undefined;
+        const stats = this.memory.arena.stats();
+        return { usedBytes: info.totalBytes - info.freeBytes, ledgerBytes: stats.backendReserved };
+      },
+      onRestart: (version, reason) => this.metrics.countPatrolRestart(version.modelName, reason),
+      logger: this.options.logger,
+    });
   }
 
   isReady(): boolean {
@@ -156,6 +186,7 @@ export class HotpathServer {
   async loadModels(): Promise<void> {
     await this.models.loadAll();
     if (this.phase === 'starting') this.phase = 'serving';
+    if (this.phase === 'serving') this.patrol?.start();
     this.refreshHealth();
     this.log.info({ ready: this.isReady() }, 'model repository loaded');
   }
@@ -196,6 +227,8 @@ export class HotpathServer {
   private async drainNow(delayMs: number, timeoutMs: number): Promise<boolean> {
     this.phase = 'draining';
     this.refreshHealth();
+    // No restarts while draining: the pools are about to close anyway.
+    await this.patrol?.stop();
     this.log.info({ drain_delay_ms: delayMs, inflight: this.runner.inflightRequests }, 'draining: readiness is off');
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
 

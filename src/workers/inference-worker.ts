@@ -10,6 +10,7 @@
  *
  * Thread-safety: everything here is confined to this worker thread.
  */
+import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import * as ort from 'onnxruntime-node';
@@ -49,15 +50,52 @@ const { value: session, bytes: footprintBytes } = await measureSessionFootprint(
     }),
 );
 
-// Every worker warms itself before piscina hands it a task (see worker-warmup.ts).
-await warmUpWorker(session, describe(), footprintBytes);
-
 /** The request arena, attached when the first arena-backed input arrives. */
 let arena: Arena | undefined;
 
+/**
+ * Test-only leak (WorkerInitData.leakFault): blocks and buffers kept forever.
+ * The blocks are allocated under the generation owner, which the main thread
+ * created; destroying that owner frees them, whatever this thread holds.
+ */
+const leaked: { blocks: Block[]; buffers: Buffer[]; arenaBytes: number } = { blocks: [], buffers: [], arenaBytes: 0 };
+const leakBytes = init.faultInjection && init.leakFault !== undefined &&
+  (init.leakFault.generations === undefined || init.generation <= init.leakFault.generations)
+  ? init.leakFault.bytesPerTask
+  : 0;
+
+// Every worker warms itself before piscina hands it a task (see worker-warmup.ts).
+await warmUpWorker(session, describe(), footprintBytes, () => {
+  const heap = getHeapStatistics();
+  return {
+    threadId,
+    heapTotalBytes: heap.total_heap_size,
+    externalBytes: heap.external_memory,
+    generationArenaBytes: leaked.arenaBytes,
+  };
+});
+
 export default async function runTask(task: InferTask | DescribeTask): Promise<InferResult | ModelIoDescription> {
   if (task.kind === 'describe') return describe();
-  return infer(task);
+  const result = await infer(task);
+  if (leakBytes > 0) {
+    try {
+      leak(leakBytes);
+    } catch {
+      // The arena is full: the fault hook must not fail the request it follows.
+    }
+  }
+  return result;
+}
+
+function leak(bytes: number): void {
+  arena ??= Arena.attach(init.arenaName ?? '');
+  const owner = { id: init.generationOwnerId, kind: 'worker-generation' as const, label: `generation ${init.generation}`, parent: undefined };
+  const block = arena.alloc(owner, bytes, { tenant: init.tenant });
+  leaked.blocks.push(block);
+  leaked.arenaBytes += block.size;
+  // Filled, so the pages are really touched (external memory and RSS grow).
+  leaked.buffers.push(Buffer.alloc(bytes, 1));
 }
 
 function describe(): ModelIoDescription {

@@ -21,8 +21,11 @@ import {
   type InferTask,
   type ModelIoDescription,
   type WarmupPlan,
+  type LeakFault,
   type WorkerInitData,
   type WorkerSessionMessage,
+  type WorkerStatsMessage,
+  type WorkerStatsRequest,
   type WorkerWarmMessage,
 } from './worker-protocol.js';
 
@@ -38,8 +41,18 @@ export interface ModelPoolOptions {
   readonly footprintFloorBytes: number;
   /** The arena that request inputs are allocated in; undefined: inputs are transferred buffers. */
   readonly arenaName: string | undefined;
+  /** The worker generation this pool is (1 at load; see ModelVersion.restartWorkers). */
+  readonly generation: number;
+  /** The generation's arena owner (kind 'worker-generation', under the version's owner). */
+  readonly generationOwnerId: number;
+  readonly tenant: string;
+  /** Test-only leak hook; honoured by the workers only with fault injection on. */
+  readonly leakFault: LeakFault | undefined;
   readonly logger: Logger;
 }
+
+/** One worker's memory figures, as it reported them (WorkerStatsMessage). */
+export type WorkerStats = Omit<WorkerStatsMessage, 'type' | 'id'>;
 
 /** Raised when the worker running a task died; the task's requests fail, later ones succeed. */
 export class WorkerCrashedError extends Error {
@@ -70,6 +83,9 @@ export class ModelPool {
   private io: ModelIoDescription | undefined;
   /** Each worker's measured session footprint, by thread id (replacements add entries). */
   private readonly footprints = new Map<number, number>();
+  /** Each live worker's hello port, by thread id: how the pool asks it for its memory figures. */
+  private readonly ports = new Map<number, MessagePort>();
+  private nextStatsId = 1;
 
   private constructor(private readonly options: ModelPoolOptions) {
     const workerData: WorkerInitData = {
@@ -79,6 +95,10 @@ export class ModelPool {
       footprintLock: options.footprintLock,
       footprintFloorBytes: options.footprintFloorBytes,
       arenaName: options.arenaName,
+      generation: options.generation,
+      generationOwnerId: options.generationOwnerId,
+      tenant: options.tenant,
+      leakFault: options.leakFault,
     };
     this.piscina = new Piscina({
       filename: workerModulePath(),
@@ -127,6 +147,48 @@ export class ModelPool {
   /** Worker threads alive now (a crashed one is missing until its replacement starts). */
   get threads(): number {
     return this.piscina.threads.length;
+  }
+
+  get generation(): number {
+    return this.options.generation;
+  }
+
+  /** Thread ids of the workers that said hello and are still alive. */
+  get threadIds(): number[] {
+    return [...this.ports.keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * Every live worker's memory figures. A worker answers between tasks, so a
+   * busy one may answer late; one that does not answer within `timeoutMs`
+   * (dying, or stuck in a long task) is left out of this sample.
+   */
+  async workerStats(timeoutMs: number): Promise<WorkerStats[]> {
+    const asks = [...this.ports.values()].map((port) => this.askStats(port, timeoutMs));
+    return (await Promise.all(asks)).filter((stats): stats is WorkerStats => stats !== undefined);
+  }
+
+  private askStats(port: MessagePort, timeoutMs: number): Promise<WorkerStats | undefined> {
+    const id = this.nextStatsId++;
+    return new Promise((resolve) => {
+      const done = (stats: WorkerStats | undefined) => {
+        clearTimeout(timer);
+        port.off('message', onMessage);
+        port.unref();
+        resolve(stats);
+      };
+      const onMessage = (message: WorkerStatsMessage) => {
+        if (message?.type !== 'hotpath:stats' || message.id !== id) return;
+        const { type: _type, id: _id, ...stats } = message;
+        done(stats);
+      };
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+      timer.unref();
+      port.on('message', onMessage);
+      port.unref(); // a listening port must not keep the process alive
+      const request: WorkerStatsRequest = { type: 'hotpath:stats', id };
+      port.postMessage(request);
+    });
   }
 
   /** Tasks waiting for a free worker. */
@@ -213,6 +275,8 @@ export class ModelPool {
     for (const port of this.waitingForPlan.splice(0)) port.postMessage(this.plan);
     this.events.emit('closed');
     await this.piscina.close();
+    for (const port of this.ports.values()) port.close();
+    this.ports.clear();
   }
 
   /**
@@ -225,6 +289,9 @@ export class ModelPool {
 
   private onSession(message: WorkerSessionMessage): void {
     this.footprints.set(message.threadId, message.footprintBytes);
+    // The worker's end closes when it exits (crash or terminate): forget it then.
+    this.ports.set(message.threadId, message.port);
+    message.port.once('close', () => this.ports.delete(message.threadId));
     if (this.io === undefined) {
       this.io = message.io;
       this.events.emit('session', message.io);

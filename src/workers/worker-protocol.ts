@@ -19,6 +19,28 @@ export interface WorkerInitData {
   readonly footprintFloorBytes: number;
   /** The process-wide arena request inputs live in (attached on first use). */
   readonly arenaName: string | undefined;
+  /**
+   * This pool's worker generation (see ModelVersion.restartWorkers): its
+   * number (1 for the pool started at load) and its arena owner, a child of
+   * the version's owner that is destroyed once the generation is retired.
+   */
+  readonly generation: number;
+  readonly generationOwnerId: number;
+  /** The tenant the model's memory is charged to. */
+  readonly tenant: string;
+  /** Test-only leak (fault injection): see LeakFault. Undefined: no leak. */
+  readonly leakFault: LeakFault | undefined;
+}
+
+/**
+ * Test-only: after each task, the worker allocates `bytesPerTask` in the arena
+ * under its generation owner and keeps it, plus a JS Buffer of the same size,
+ * so the ledger and the worker's heap both see a leak. Only generations up to
+ * `generations` leak (undefined: all), so a test can watch a restart cure it.
+ */
+export interface LeakFault {
+  readonly bytesPerTask: number;
+  readonly generations: number | undefined;
 }
 
 /** A tensor as it crosses the thread boundary: data buffers are transferred, not copied. */
@@ -164,6 +186,24 @@ export interface WorkerWarmMessage {
 }
 
 export type WorkerEventMessage = WorkerSessionMessage | WorkerWarmMessage;
+
+/** Main → worker, on the port of the worker's hello, once it is warm: report your memory. */
+export interface WorkerStatsRequest {
+  readonly type: 'hotpath:stats';
+  readonly id: number;
+}
+
+/** Worker → main, the answer to a WorkerStatsRequest (sampled by the leak patrol). */
+export interface WorkerStatsMessage {
+  readonly type: 'hotpath:stats';
+  readonly id: number;
+  readonly threadId: number;
+  /** v8.getHeapStatistics() of the worker: total_heap_size and external_memory. */
+  readonly heapTotalBytes: number;
+  readonly externalBytes: number;
+  /** Bytes this worker holds in the arena under its generation owner (it is their only allocator). */
+  readonly generationArenaBytes: number;
+}
 
 export function isWorkerEventMessage(message: unknown): message is WorkerEventMessage {
   const type = (message as { type?: unknown } | null)?.type;

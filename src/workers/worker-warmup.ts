@@ -11,6 +11,10 @@
  * A failed sample never throws out of module init: piscina would respawn the
  * worker forever. It is reported, and the main thread decides.
  *
+ * The port stays open after warm-up (unref'd, so it never keeps the worker
+ * alive): the main thread asks on it for the worker's memory figures
+ * (`hotpath:stats`), which the leak patrol samples.
+ *
  * Thread-safety: confined to the worker thread.
  */
 import { once } from 'node:events';
@@ -22,6 +26,8 @@ import type {
   ModelIoDescription,
   WarmupPlan,
   WorkerSessionMessage,
+  WorkerStatsMessage,
+  WorkerStatsRequest,
   WorkerWarmMessage,
 } from './worker-protocol.js';
 
@@ -29,6 +35,7 @@ export async function warmUpWorker(
   session: ort.InferenceSession,
   io: ModelIoDescription,
   footprintBytes: number,
+  stats: () => Omit<WorkerStatsMessage, 'type' | 'id'>,
 ): Promise<void> {
   if (parentPort === null) return; // not in a worker (never the case under piscina)
   const { port1, port2 } = new MessageChannel();
@@ -36,7 +43,12 @@ export async function warmUpWorker(
   const hello: WorkerSessionMessage = { type: 'hotpath:session', threadId, io, port: port2, footprintBytes };
   parentPort.postMessage(hello, [port2]);
   const [plan] = await planArrived;
-  port1.close();
+  port1.on('message', (request: WorkerStatsRequest) => {
+    if (request?.type !== 'hotpath:stats') return;
+    const reply: WorkerStatsMessage = { type: 'hotpath:stats', id: request.id, ...stats() };
+    port1.postMessage(reply);
+  });
+  port1.unref();
 
   const started = performance.now();
   const warnings: string[] = [];
