@@ -21,7 +21,6 @@ import {
   type InferTask,
   type ModelIoDescription,
   type WarmupPlan,
-  type LeakFault,
   type WorkerInitData,
   type WorkerSessionMessage,
   type WorkerStatsMessage,
@@ -29,25 +28,10 @@ import {
   type WorkerWarmMessage,
 } from './worker-protocol.js';
 
-export interface ModelPoolOptions {
-  readonly modelPath: string;
+/** What every worker of the pool is told (WorkerInitData), plus the pool's own settings. */
+export interface ModelPoolOptions extends WorkerInitData {
   /** Worker threads, i.e. `instance_group.count`. */
   readonly instances: number;
-  readonly intraOpThreads: number;
-  readonly faultInjection: boolean;
-  /** Shared by every pool of the process (session-footprint.ts). */
-  readonly footprintLock: SharedArrayBuffer;
-  /** The least each worker's session is charged (the model file's size). */
-  readonly footprintFloorBytes: number;
-  /** The arena that request inputs are allocated in; undefined: inputs are transferred buffers. */
-  readonly arenaName: string | undefined;
-  /** The worker generation this pool is (1 at load; see ModelVersion.restartWorkers). */
-  readonly generation: number;
-  /** The generation's arena owner (kind 'worker-generation', under the version's owner). */
-  readonly generationOwnerId: number;
-  readonly tenant: string;
-  /** Test-only leak hook; honoured by the workers only with fault injection on. */
-  readonly leakFault: LeakFault | undefined;
   readonly logger: Logger;
 }
 
@@ -88,18 +72,8 @@ export class ModelPool {
   private nextStatsId = 1;
 
   private constructor(private readonly options: ModelPoolOptions) {
-    const workerData: WorkerInitData = {
-      modelPath: options.modelPath,
-      intraOpThreads: options.intraOpThreads,
-      faultInjection: options.faultInjection,
-      footprintLock: options.footprintLock,
-      footprintFloorBytes: options.footprintFloorBytes,
-      arenaName: options.arenaName,
-      generation: options.generation,
-      generationOwnerId: options.generationOwnerId,
-      tenant: options.tenant,
-      leakFault: options.leakFault,
-    };
+    // Everything but the pool's own settings goes to the workers as is.
+    const { instances: _instances, logger: _logger, ...workerData } = options;
     this.piscina = new Piscina({
       filename: workerModulePath(),
       minThreads: options.instances,

@@ -71,8 +71,10 @@ const ledger = async (port: number) => {
 describe('leak patrol', () => {
   it('detects a leak under load within 2 intervals and restarts the pool without failing a request', async () => {
     served = await serveRepository(
-      leakingRepository({ hotpath_fault_leak_bytes_per_batch: '64KiB', hotpath_fault_leak_generations: '1', memory_footprint_bytes: '64MiB' }),
-      ['--enable-fault-injection', '--patrol-interval', '0.25', '--patrol-leak-threshold', '4MiB', '--patrol-growth-rate', '1GiB'],
+      // 512 KiB per batch crosses 2 MiB within one interval at any plausible batch rate
+      // (4 batches in 250 ms), so detection does not depend on how busy the machine is.
+      leakingRepository({ hotpath_fault_leak_bytes_per_batch: '512KiB', hotpath_fault_leak_generations: '1', memory_footprint_bytes: '64MiB' }),
+      ['--enable-fault-injection', '--patrol-interval', '0.25', '--patrol-leak-threshold', '2MiB', '--patrol-growth-rate', '1GiB'],
     );
     const { server } = served;
     const before = await ledger(server.metricsPort);
