@@ -11,6 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
+import { scrape } from './helpers/probes.js';
 import { tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
@@ -34,8 +35,8 @@ beforeAll(async () => {
   served = await serveRepository(
     tempRepository(async (dir) => {
       await writeSampleRepository(dir, { only: ['ctr_mlp'] });
-      // Holds a batch open for 1.5 s unless 64 rows arrive; at most 2 requests queued.
-      await ctrVariant(dir, 'ctr_small_queue', 'dynamic_batching { max_queue_delay_microseconds: 1500000 default_queue_policy { max_queue_size: 2 } }\n');
+      // Holds a batch open for 2 s unless 64 rows arrive; at most 2 requests queued.
+      await ctrVariant(dir, 'ctr_small_queue', 'dynamic_batching { max_queue_delay_microseconds: 2000000 default_queue_policy { max_queue_size: 2 } }\n');
       // Holds a batch open for 3 s, but a request may wait at most 200 ms.
       await ctrVariant(dir, 'ctr_short_timeout', 'dynamic_batching { max_queue_delay_microseconds: 3000000 default_queue_policy { default_timeout_microseconds: 200000 timeout_action: REJECT } }\n');
       // Waits 3 s for a batch: a client deadline of 300 ms passes first.
@@ -94,8 +95,12 @@ describe('dynamic batching', () => {
 
   it('answers UNAVAILABLE naming the model and the queue size when the queue is full', async () => {
     const waiting = [served.client.call('ModelInfer', request('ctr_small_queue', 1)), served.client.call('ModelInfer', request('ctr_small_queue', 2))];
-    // Let both arrive before the third.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Both must be queued before the third is sent: wait until the server says so.
+    for (let i = 0; i < 100; i++) {
+      const pending = (await scrape(served.server.metricsPort)).get('nv_inference_pending_request_count{model="ctr_small_queue",version="1"}');
+      if (pending === 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const err = await served.client.callError('ModelInfer', request('ctr_small_queue', 3));
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
     expect(err.details).toMatch(/model 'ctr_small_queue:1': queue full \(max_queue_size 2/);
