@@ -1,8 +1,9 @@
 // The benchmark registry: `npm run bench -- <name>` runs suites[name].
 // Add a suite by writing bench/suites/<name>.ts (a BenchSuite) and listing it
-// here; `patrol` (leak patrol) will.
+// here.
 import { arenaSuite } from './arena.js';
+import { patrolSuite } from './patrol.js';
 import { serveSuite } from './serve.js';
 import type { BenchSuite } from './suite.js';
 
-export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite].map((suite) => [suite.name, suite]));
+export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite].map((suite) => [suite.name, suite]));

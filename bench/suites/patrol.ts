@@ -1,0 +1,260 @@
+// The patrol suite (issue 6): the leak patrol under open-loop load. One server
+// process on a temp repository holding ctr_mlp with an injected leak confined
+// to the first worker generation (so the patrol's rolling restart cures it);
+// one load-generator process sending Poisson arrivals at a fixed rate for a
+// fixed time: a steady phase while the leak grows, the patrol's trigger, the
+// restart, and a phase after it. Every request's scheduled send time, latency
+// (from the scheduled time) and outcome is kept; the trigger and the restart's
+// completion come from the server's JSON log lines (their `time`), the ledger
+// from its /metrics. Everything is on 127.0.0.1, bounded in count and time,
+// and every child is killed when the suite ends or fails.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+
+import { writeSampleRepository } from '../../models/lib/sample-models.js';
+import { atExit, Child, killAllChildren, track } from '../load/child-process.js';
+import type { PatrolLoaderConfig, PatrolLoaderResult } from '../load/patrol-loader-process.js';
+import type { InferShape } from '../load/infer-client.js';
+import {
+  PATROL_DETECTED_MSG,
+  PATROL_RESTARTED_MSG,
+  PATROL_TARGETS,
+  patrolEvents,
+  patrolFigures,
+  patrolVerdicts,
+  type PhaseSummary,
+} from '../report/patrol-result.js';
+import type { BenchSuite, SuiteContext, SuiteReport } from './suite.js';
+
+const MODEL = 'ctr_mlp';
+const INFER: InferShape = { model: MODEL, input: 'features', output: 'score', rows: 1, width: 32 };
+
+interface Plan {
+  readonly leakBytesPerBatch: string;
+  readonly serverArgs: readonly string[];
+  readonly ratePerSecond: number;
+  readonly durationMs: number;
+}
+
+// At 200 req/s each batch (dynamic batching coalesces a few requests) leaks
+// 16 KiB in the arena plus a 16 KiB Buffer (the patrol counts both), a few
+// MiB/s: the 16 MiB threshold is crossed a few seconds into the load. The
+// growth trigger is set out of reach so the threshold is what fires.
+const PATROL_ARGS = ['--enable-fault-injection', '--patrol-interval', '0.5', '--patrol-leak-threshold', '16MiB', '--patrol-growth-rate', '1GiB'];
+const PLANS: Readonly<Record<'quick' | 'full', Plan>> = {
+  quick: { leakBytesPerBatch: '32KiB', serverArgs: PATROL_ARGS, ratePerSecond: 200, durationMs: 12_000 },
+  full: { leakBytesPerBatch: '16KiB', serverArgs: PATROL_ARGS, ratePerSecond: 200, durationMs: 24_000 },
+};
+const SEED = 606;
+const DEADLINE_MS = 10_000;
+/** Nothing in the suite may take longer than this; then every child is killed. */
+const SUITE_TIMEOUT_MS = 120_000;
+
+interface LoggedServer {
+  readonly grpcAddress: string;
+  readonly metricsPort: number;
+  /** Every JSON line the server printed so far. */
+  readonly lines: Record<string, unknown>[];
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** The compiled server on 127.0.0.1 with gRPC and metrics on free ports; keeps every log line. */
+async function startLoggedServer(root: string, repository: string, extraArgs: readonly string[], timeoutMs: number): Promise<LoggedServer> {
+  const child: ChildProcess = spawn(process.execPath, [
+    path.join(root, 'dist', 'src', 'cli.js'), 'serve', '--model-repository', repository, '--host', '127.0.0.1',
+    '--grpc-port', '0', '--http-port=-1', '--metrics-port', '0',
+    '--drain-delay', '0', '--access-log-sample-rate', '0', '--log-level', 'info', ...extraArgs,
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(child);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const lines: Record<string, unknown>[] = [];
+  const reader = createInterface({ input: child.stdout! });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`server not serving after ${timeoutMs} ms\n${stderr}`)), timeoutMs);
+      child.once('exit', (code, signal) => reject(new Error(`server exited (${signal ?? code}) before serving\n${stderr}`)));
+      reader.on('line', (line) => {
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          return;
+        }
+        if (lines.length < 100_000) lines.push(entry);
+        if (entry['msg'] === 'hotpath serving') {
+          if (entry['ready'] !== true) reject(new Error(`server started but is not ready: ${line}`));
+          else resolve(entry);
+        }
+      });
+    });
+    return {
+      grpcAddress: `127.0.0.1:${ready['grpc_port'] as number}`,
+      metricsPort: ready['metrics_port'] as number,
+      lines,
+      async stop(graceMs = 10_000) {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGTERM');
+        const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(kill);
+      },
+    };
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function scrape(port: number): Promise<Map<string, number>> {
+  const body = await new Promise<string>((resolve, reject) => {
+    const request = http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false, timeout: 5000 }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => (response.statusCode === 200 ? resolve(text) : reject(new Error(`GET /metrics answered ${response.statusCode}`))));
+    });
+    request.on('timeout', () => request.destroy(new Error('GET /metrics timed out')));
+    request.on('error', reject);
+  });
+  const samples = new Map<string, number>();
+  for (const line of body.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const split = line.lastIndexOf(' ');
+    samples.set(line.slice(0, split), Number(line.slice(split + 1)));
+  }
+  return samples;
+}
+
+/** The default tenant's allocated + reserved arena bytes. */
+function ledgerBytes(metrics: Map<string, number>): number {
+  return (metrics.get('hotpath_arena_allocated_bytes{tenant="default"}') ?? 0) + (metrics.get('hotpath_arena_reserved_bytes{tenant="default"}') ?? 0);
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function describePhase(p: PhaseSummary): string {
+  return `${p.requests} requests (${p.failed} failed, ${p.dropped} dropped), p50 ${p.p50_ms ?? '–'} / p99 ${p.p99_ms ?? '–'} / max ${p.max_ms ?? '–'} ms`;
+}
+
+async function run(context: SuiteContext): Promise<SuiteReport> {
+  const plan = context.quick ? PLANS.quick : PLANS.full;
+  const leakParameters = { hotpath_fault_leak_bytes_per_batch: plan.leakBytesPerBatch, hotpath_fault_leak_generations: '1' };
+  const dir = mkdtempSync(path.join(os.tmpdir(), `hotpath-bench-patrol-`));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  const forget = atExit(remove);
+  let server: LoggedServer | undefined;
+  let loader: Child | undefined;
+  try {
+    await writeSampleRepository(dir, { only: [MODEL] });
+    appendFileSync(path.join(dir, MODEL, 'config.pbtxt'), Object.entries(leakParameters)
+      .map(([key, value]) => `\nparameters { key: "${key}" value: { string_value: "${value}" } }\n`).join(''));
+    context.log(`patrol: starting the server (${MODEL}, leak ${plan.leakBytesPerBatch}/batch in generation 1; ${plan.serverArgs.join(' ')}) ...`);
+    server = await startLoggedServer(context.root, dir, plan.serverArgs, 60_000);
+    const ledgerBefore = ledgerBytes(await scrape(server.metricsPort));
+
+    loader = new Child(path.join(context.root, 'dist', 'bench', 'load', 'patrol-loader-process.js'), 'patrol load generator');
+    const config: PatrolLoaderConfig = {
+      address: server.grpcAddress, infer: INFER, ratePerSecond: plan.ratePerSecond, durationMs: plan.durationMs, seed: SEED,
+      maxRequests: Math.ceil((plan.ratePerSecond * plan.durationMs) / 1000) * 2, maxInFlight: 1024, deadlineMs: DEADLINE_MS, warmupRequests: 20,
+    };
+    loader.send({ type: 'start', config });
+    await loader.next('ready', 30_000);
+    context.log(`patrol: open loop at ${plan.ratePerSecond}/s (Poisson) for ${plan.durationMs / 1000} s ...`);
+    loader.send({ type: 'go' });
+    const done = await loader.next('done', plan.durationMs + DEADLINE_MS + 15_000);
+    const requests = (done as { result: PatrolLoaderResult }).result;
+
+    // Log lines may trail the load by a moment; the ledger after is read with no load in flight.
+    await sleep(300);
+    const metrics = await scrape(server.metricsPort);
+    const ledgerAfter = ledgerBytes(metrics);
+    const restartsTotal = [...metrics].filter(([key]) => key.startsWith(`hotpath_patrol_restarts_total{model="${MODEL}"`)).reduce((sum, [, v]) => sum + v, 0);
+    const events = patrolEvents(server.lines);
+    const figures = patrolFigures(requests, events);
+    const verdicts = patrolVerdicts(figures);
+    if (events.triggerEpochMs === undefined) context.log(`patrol: no '${PATROL_DETECTED_MSG}' line during the load`);
+    else if (events.restartedEpochMs === undefined) context.log(`patrol: no '${PATROL_RESTARTED_MSG}' line after the trigger`);
+
+    const json = {
+      suite: 'patrol' as const,
+      detection_s: figures.detection_s,
+      restart_s: figures.restart_s,
+      failed_requests: figures.failed_requests,
+      p99_ms_steady: figures.p99_ms_steady,
+      p99_ms_during_restart: figures.p99_ms_during_restart,
+      ledger_bytes_before: ledgerBefore,
+      ledger_bytes_after: ledgerAfter,
+      targets: PATROL_TARGETS,
+      verdicts,
+      pass: verdicts.every((v) => v.pass),
+      detail: {
+        trigger_reason: events.triggerReason ?? null,
+        restart_total_ms: events.restartTotalMs ?? null,
+        restart_switch_ms: events.restartSwitchMs ?? null,
+        freed_bytes: events.freedBytes ?? null,
+        restart_failed: events.restartFailed,
+        patrol_restarts_total: restartsTotal,
+        phases: figures.phases,
+        error_samples: requests.errorSamples,
+      },
+      settings: {
+        model: MODEL,
+        leak: leakParameters,
+        server_args: plan.serverArgs,
+        rate_per_s: plan.ratePerSecond,
+        duration_ms: plan.durationMs,
+        requests_scheduled: requests.sendOffsetsMs.length,
+        deadline_ms: DEADLINE_MS,
+        seed: SEED,
+        note: 'latency from each request\'s scheduled send time; phases by scheduled send time (steady < trigger <= during < restart complete <= after); ' +
+          'ledger before: after the server is ready, before any load; after: once the load has ended',
+      },
+    };
+    const table: [string, string][] = [
+      ['detection_s', `${json.detection_s ?? '–'} (reason ${events.triggerReason ?? '–'})`],
+      ['restart_s', `${json.restart_s ?? '–'} (server total_ms ${events.restartTotalMs ?? '–'}, switch_ms ${events.restartSwitchMs ?? '–'})`],
+      ['steady', describePhase(figures.phases.steady)],
+      ['during restart', describePhase(figures.phases.during_restart)],
+      ['after restart', describePhase(figures.phases.after_restart)],
+      ['ledger bytes', `before ${ledgerBefore}, after ${ledgerAfter} (freed ${events.freedBytes ?? '–'})`],
+      ['patrol restarts', String(restartsTotal)],
+      ...verdicts.map((v): [string, string] => [v.target, `${v.measured}: ${v.pass ? 'PASS' : 'FAIL'}`]),
+    ];
+    return { json, table };
+  } finally {
+    loader?.kill();
+    await server?.stop();
+    remove();
+    forget();
+  }
+}
+
+export const patrolSuite: BenchSuite = {
+  name: 'patrol',
+  description: 'leak patrol under open-loop load: detection, rolling restart, latency and failures around it',
+  async run(context: SuiteContext): Promise<SuiteReport> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        run(context),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`patrol: gave up after ${SUITE_TIMEOUT_MS / 1000} s`)), SUITE_TIMEOUT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      killAllChildren();
+    }
+  },
+};
