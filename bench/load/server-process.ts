@@ -1,6 +1,7 @@
 // Starts the compiled hotpath server (dist/src/cli.js serve) as its own
-// process on 127.0.0.1, on free ports, and waits for its one machine-readable
-// `hotpath serving` log line, which carries the ports it bound.
+// process on 127.0.0.1, on free ports (gRPC and metrics), and waits for its one
+// machine-readable `hotpath serving` log line, which carries the ports it
+// bound. Every JSON log line is kept (bounded) for suites that read them.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -10,6 +11,9 @@ import { track } from './child-process.js';
 export interface ServerProcess {
   readonly address: string;
   readonly pid: number;
+  readonly metricsPort: number;
+  /** The server's JSON log lines so far (the first 100,000). */
+  readonly lines: readonly Record<string, unknown>[];
   /** SIGTERM (the server drains at once with --drain-delay 0), SIGKILL after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -18,7 +22,7 @@ export async function startServer(root: string, repository: string, extraArgs: r
   const cli = path.join(root, 'dist', 'src', 'cli.js');
   const child = spawn(process.execPath, [
     cli, 'serve', '--model-repository', repository, '--host', '127.0.0.1',
-    '--grpc-port', '0', '--http-port=-1', '--metrics-port=-1',
+    '--grpc-port', '0', '--http-port=-1', '--metrics-port', '0',
     '--drain-delay', '0', '--access-log-sample-rate', '0', ...extraArgs,
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
@@ -27,28 +31,33 @@ export async function startServer(root: string, repository: string, extraArgs: r
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const lines = createInterface({ input: child.stdout });
+  const reader = createInterface({ input: child.stdout });
+  const lines: Record<string, unknown>[] = [];
   let timer: NodeJS.Timeout | undefined;
   try {
-    const port = await new Promise<number>((resolve, reject) => {
+    const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
       timer = setTimeout(() => reject(new Error(`server not serving after ${timeoutMs} ms\n${stderr}`)), timeoutMs);
       child.once('exit', (code, signal) => reject(new Error(`server exited (${signal ?? code}) before serving\n${stderr}`)));
-      lines.on('line', (line) => {
+      // Keeps reading after start-up too, so the server never blocks on a full pipe.
+      reader.on('line', (line) => {
         let entry: Record<string, unknown>;
         try {
           entry = JSON.parse(line) as Record<string, unknown>;
         } catch {
           return;
         }
+        if (lines.length < 100_000) lines.push(entry);
         if (entry['msg'] === 'hotpath serving') {
           if (entry['ready'] !== true) reject(new Error(`server started but is not ready: ${line}`));
-          else resolve(entry['grpc_port'] as number);
+          else resolve(entry);
         }
       });
     });
     return {
-      address: `127.0.0.1:${port}`,
+      address: `127.0.0.1:${ready['grpc_port'] as number}`,
       pid: child.pid!,
+      metricsPort: ready['metrics_port'] as number,
+      lines,
       async stop(graceMs = 10_000) {
         if (child.exitCode !== null || child.signalCode !== null) return;
         child.kill('SIGTERM');
@@ -62,8 +71,5 @@ export async function startServer(root: string, repository: string, extraArgs: r
     throw err;
   } finally {
     clearTimeout(timer);
-    // Keep draining stdout so the server never blocks on a full pipe.
-    lines.removeAllListeners('line');
-    lines.on('line', () => undefined);
   }
 }

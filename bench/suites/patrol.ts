@@ -8,15 +8,14 @@
 // completion come from the server's JSON log lines (their `time`), the ledger
 // from its /metrics. Everything is on 127.0.0.1, bounded in count and time,
 // and every child is killed when the suite ends or fails.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
-import { atExit, Child, killAllChildren, track } from '../load/child-process.js';
+import { atExit, Child, killAllChildren } from '../load/child-process.js';
+import { startServer, type ServerProcess } from '../load/server-process.js';
 import type { PatrolLoaderConfig, PatrolLoaderResult } from '../load/patrol-loader-process.js';
 import type { InferShape } from '../load/infer-client.js';
 import {
@@ -53,68 +52,6 @@ const SEED = 606;
 const DEADLINE_MS = 10_000;
 /** Nothing in the suite may take longer than this; then every child is killed. */
 const SUITE_TIMEOUT_MS = 120_000;
-
-interface LoggedServer {
-  readonly grpcAddress: string;
-  readonly metricsPort: number;
-  /** Every JSON line the server printed so far. */
-  readonly lines: Record<string, unknown>[];
-  stop(graceMs?: number): Promise<void>;
-}
-
-/** The compiled server on 127.0.0.1 with gRPC and metrics on free ports; keeps every log line. */
-async function startLoggedServer(root: string, repository: string, extraArgs: readonly string[], timeoutMs: number): Promise<LoggedServer> {
-  const child: ChildProcess = spawn(process.execPath, [
-    path.join(root, 'dist', 'src', 'cli.js'), 'serve', '--model-repository', repository, '--host', '127.0.0.1',
-    '--grpc-port', '0', '--http-port=-1', '--metrics-port', '0',
-    '--drain-delay', '0', '--access-log-sample-rate', '0', '--log-level', 'info', ...extraArgs,
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  track(child);
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const lines: Record<string, unknown>[] = [];
-  const reader = createInterface({ input: child.stdout! });
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`server not serving after ${timeoutMs} ms\n${stderr}`)), timeoutMs);
-      child.once('exit', (code, signal) => reject(new Error(`server exited (${signal ?? code}) before serving\n${stderr}`)));
-      reader.on('line', (line) => {
-        let entry: Record<string, unknown>;
-        try {
-          entry = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          return;
-        }
-        if (lines.length < 100_000) lines.push(entry);
-        if (entry['msg'] === 'hotpath serving') {
-          if (entry['ready'] !== true) reject(new Error(`server started but is not ready: ${line}`));
-          else resolve(entry);
-        }
-      });
-    });
-    return {
-      grpcAddress: `127.0.0.1:${ready['grpc_port'] as number}`,
-      metricsPort: ready['metrics_port'] as number,
-      lines,
-      async stop(graceMs = 10_000) {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
-        const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
-        await exited;
-        clearTimeout(kill);
-      },
-    };
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 async function scrape(port: number): Promise<Map<string, number>> {
   const body = await new Promise<string>((resolve, reject) => {
@@ -153,19 +90,19 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `hotpath-bench-patrol-`));
   const remove = () => rmSync(dir, { recursive: true, force: true });
   const forget = atExit(remove);
-  let server: LoggedServer | undefined;
+  let server: ServerProcess | undefined;
   let loader: Child | undefined;
   try {
     await writeSampleRepository(dir, { only: [MODEL] });
     appendFileSync(path.join(dir, MODEL, 'config.pbtxt'), Object.entries(leakParameters)
       .map(([key, value]) => `\nparameters { key: "${key}" value: { string_value: "${value}" } }\n`).join(''));
     context.log(`patrol: starting the server (${MODEL}, leak ${plan.leakBytesPerBatch}/batch in generation 1; ${plan.serverArgs.join(' ')}) ...`);
-    server = await startLoggedServer(context.root, dir, plan.serverArgs, 60_000);
+    server = await startServer(context.root, dir, [...plan.serverArgs, '--log-level', 'info'], 60_000);
     const ledgerBefore = ledgerBytes(await scrape(server.metricsPort));
 
     loader = new Child(path.join(context.root, 'dist', 'bench', 'load', 'patrol-loader-process.js'), 'patrol load generator');
     const config: PatrolLoaderConfig = {
-      address: server.grpcAddress, infer: INFER, ratePerSecond: plan.ratePerSecond, durationMs: plan.durationMs, seed: SEED,
+      address: server.address, infer: INFER, ratePerSecond: plan.ratePerSecond, durationMs: plan.durationMs, seed: SEED,
       maxRequests: Math.ceil((plan.ratePerSecond * plan.durationMs) / 1000) * 2, maxInFlight: 1024, deadlineMs: DEADLINE_MS, warmupRequests: 20,
     };
     loader.send({ type: 'start', config });
