@@ -194,6 +194,29 @@ Result<ReleaseSummary> Arena::DestroyOwner(OwnerId id) {
   return summary;
 }
 
+namespace {
+// Adds `owner`'s holdings and its descendants' to `usage`. Caller holds mu.
+void AddUsageLocked(const detail::EntryTable& blocks, const detail::EntryTable& reservations,
+                    const detail::Owner& owner, ReleaseSummary* usage) {
+  usage->owners += 1;
+  usage->bytes += owner.allocated + owner.reserved;
+  for (uint32_t i = owner.first_block; i != UINT32_MAX; i = blocks.slots[i].owner_next) usage->blocks += 1;
+  for (uint32_t i = owner.first_reservation; i != UINT32_MAX; i = reservations.slots[i].owner_next) {
+    usage->reservations += 1;
+  }
+  for (const detail::Owner* child : owner.children) AddUsageLocked(blocks, reservations, *child, usage);
+}
+}  // namespace
+
+Result<ReleaseSummary> Arena::OwnerUsage(OwnerId id) const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  Result<Owner*> owner = state_->FindOwnerLocked(id);
+  if (!owner.ok()) return owner.status();
+  ReleaseSummary usage;
+  AddUsageLocked(state_->blocks, state_->reservations, *owner.value(), &usage);
+  return usage;
+}
+
 Result<BlockInfo> Arena::Alloc(OwnerId owner_id, uint64_t bytes, const ChargeOptions& options, Failure* failure) {
   ArenaState& s = *state_;
   if (bytes == 0 || bytes > kMaxRequestBytes) return BadSize(bytes);

@@ -86,6 +86,10 @@ class Arena {
   // its descendants hold, then forgets them. Later use of their handles
   // fails with NOT_FOUND.
   Result<ReleaseSummary> DestroyOwner(OwnerId owner);
+  // What the owner and its descendants hold now: exactly what DestroyOwner
+  // would free. O(descendants + their entries); for periodic sampling (the
+  // leak patrol), not for the request path.
+  Result<ReleaseSummary> OwnerUsage(OwnerId owner) const;
 
   // A block of at least `bytes` (> 0), refcount 1. See the header comment
   // for what happens when it does not fit; `failure` (optional) receives the

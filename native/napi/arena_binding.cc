@@ -276,6 +276,17 @@ Napi::Value DestroyOwnerJs(const Napi::CallbackInfo& info) {
   return OkResult(env, SummaryToJs(env, summary.value()));
 }
 
+Napi::Value OwnerUsageJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Result<Attachment*> found = AttachmentOf(EnvOf(info), info[0]);
+  if (!found.ok()) return ErrorResult(env, found.status());
+  Result<uint64_t> owner = ToU64(info[1], "owner");
+  if (!owner.ok()) return ErrorResult(env, owner.status());
+  Result<arena::ReleaseSummary> usage = found.value()->arena->OwnerUsage(owner.value());
+  if (!usage.ok()) return ErrorResult(env, usage.status());
+  return OkResult(env, SummaryToJs(env, usage.value()));
+}
+
 Napi::Value AllocJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Result<ChargeArgs> args = ReadCharge(EnvOf(info), info);
@@ -407,6 +418,7 @@ void RegisterArenaBinding(Napi::Env env, Napi::Object exports) {
       {"arenaSetTenantQuota", SetTenantQuotaJs},
       {"arenaCreateOwner", CreateOwnerJs},
       {"arenaDestroyOwner", DestroyOwnerJs},
+      {"arenaOwnerUsage", OwnerUsageJs},
       {"arenaAlloc", AllocJs},
       {"arenaReserve", ReserveJs},
       {"arenaRetain", HandleOpJs<HandleOp::kRetain>},

@@ -155,7 +155,15 @@ void TestOwnersAndDestroy(test::Checker& check) {
   arena->Reserve(model, 2 * kMiB, {t, false, nullptr}).value();
   ReleaseSummary failed_load = arena->DestroyOwner(model).value();
   check.Equal(failed_load.blocks + failed_load.reservations, uint64_t{2}, "model's entries freed");
+  // OwnerUsage reports exactly what DestroyOwner then frees, without freeing it.
+  ReleaseSummary usage = arena->OwnerUsage(generation).value();
+  check.Equal(arena->OwnerUsage(generation).value().bytes, usage.bytes, "usage is read-only");
   ReleaseSummary summary = arena->DestroyOwner(generation).value();
+  check.Equal(usage.owners, summary.owners, "usage owners");
+  check.Equal(usage.blocks, summary.blocks, "usage blocks");
+  check.Equal(usage.reservations, summary.reservations, "usage reservations");
+  check.Equal(usage.bytes, summary.bytes, "usage bytes");
+  check.True(arena->OwnerUsage(generation).status().code() == StatusCode::kNotFound, "usage of a destroyed owner");
   check.Equal(summary.owners, uint64_t{2}, "generation and its batch");
   check.Equal(summary.blocks, uint64_t{2}, "blocks freed whatever their refcount");
   check.Equal(summary.reservations, uint64_t{1}, "reservation freed");

@@ -120,6 +120,7 @@ export interface ArenaBinding {
   arenaSetTenantQuota(arena: number, tenant: number, quotaBytes: number): NativeResult<null>;
   arenaCreateOwner(arena: number, kind: RawOwnerKind, label: string, parent: number): NativeResult<number>;
   arenaDestroyOwner(arena: number, owner: number): NativeResult<RawReleaseSummary>;
+  arenaOwnerUsage(arena: number, owner: number): NativeResult<RawReleaseSummary>;
   arenaAlloc(
     arena: number,
     owner: number,
@@ -156,6 +157,7 @@ export const arenaExports: readonly (keyof ArenaBinding)[] = [
   'arenaSetTenantQuota',
   'arenaCreateOwner',
   'arenaDestroyOwner',
+  'arenaOwnerUsage',
   'arenaAlloc',
   'arenaReserve',
   'arenaRetain',

@@ -279,6 +279,17 @@ export class Arena {
     return summary;
   }
 
+  /**
+   * What an owner (by object or id, so any thread can ask about any owner)
+   * and its descendants hold now: what destroyOwner would free. For periodic
+   * sampling, not the request path.
+   */
+  ownerUsage(owner: Owner | number): ReleaseSummary {
+    const id = typeof owner === 'number' ? owner : owner?.id;
+    if (typeof id !== 'number') throw invalid('ownerUsage', 'owner', 'an Owner or an owner id', owner);
+    return unwrapNative(this.binding.arenaOwnerUsage(this.id, id), 'ownerUsage', this.ownerUsage);
+  }
+
   /** A block of at least `bytes`, refcount 1, charged to the tenant. */
   alloc(owner: Owner, bytes: number, options: ChargeOptions = {}): Block {
     if (typeof owner?.id !== 'number') throw invalid('alloc', 'owner', 'an Owner', owner);

@@ -4,10 +4,10 @@
  * without dropping a request (ModelVersion.restartWorkers).
  *
  * What a sample counts as the generation's leak:
- * - the arena bytes held under the generation's owner — the workers are that
- *   owner's only allocators, and each reports what it holds there (the native
- *   arena has no per-owner byte query; the tenant's allocated bytes from the
- *   ledger are logged next to it as evidence);
+ * - the arena bytes held under the generation's owner, counted by the ledger
+ *   itself (Arena.ownerUsage): nothing a generation's workers allocate there
+ *   is released before the generation retires, so growth there is a leak (the
+ *   tenant's allocated bytes are logged next to it as evidence);
  * - plus the growth of the workers' external memory (Buffers, ArrayBuffers)
  *   over the generation's baseline, taken at its first sample after warm-up.
  * The V8 heap (total_heap_size), process RSS and, on a CUDA arena, device
@@ -133,7 +133,7 @@ export class LeakPatrol {
       watch.samples = [];
     }
     const external = workers.reduce((sum, w) => sum + w.externalBytes, 0);
-    const arenaBytes = workers.reduce((sum, w) => sum + w.generationArenaBytes, 0);
+    const arenaBytes = version.generationArenaBytes;
     watch.externalBaseline ??= external;
     const externalGrowthBytes = Math.max(0, external - watch.externalBaseline);
     const sample: GenerationSample = {

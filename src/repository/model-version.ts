@@ -91,6 +91,11 @@ export class ModelVersion {
     return { number: this.current.number, threadIds: this.pool.threadIds };
   }
 
+  /** Bytes the current generation's owner holds in the arena (the ledger's own count). */
+  get generationArenaBytes(): number {
+    return this.memory.generationBytes(this.current.owner);
+  }
+
   /** Memory figures of the current generation's workers (see ModelPool.workerStats). */
   workerStats(timeoutMs: number): Promise<WorkerStats[]> {
     return this.pool.workerStats(timeoutMs);

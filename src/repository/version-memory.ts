@@ -116,6 +116,12 @@ export class VersionMemory {
     return this.memory.arena.createOwner('worker-generation', `${this.options.model}/${this.options.version}#${generation}`, this.owner);
   }
 
+  /** What a generation's owner holds in the ledger now (bytes), read from the arena itself. */
+  generationBytes(owner: Owner): number {
+    if (this.destroyed) return 0;
+    return this.memory.arena.ownerUsage(owner).bytes;
+  }
+
   /** Frees everything a retired generation's workers held; the bytes freed. No-op once the version is destroyed. */
   destroyGenerationOwner(owner: Owner): number {
     if (this.destroyed) return 0;

@@ -58,7 +58,7 @@ let arena: Arena | undefined;
  * The blocks are allocated under the generation owner, which the main thread
  * created; destroying that owner frees them, whatever this thread holds.
  */
-const leaked: { blocks: Block[]; buffers: Buffer[]; arenaBytes: number } = { blocks: [], buffers: [], arenaBytes: 0 };
+const leaked: { blocks: Block[]; buffers: Buffer[] } = { blocks: [], buffers: [] };
 const leakBytes = init.faultInjection && init.leakFault !== undefined &&
   (init.leakFault.generations === undefined || init.generation <= init.leakFault.generations)
   ? init.leakFault.bytesPerTask
@@ -71,7 +71,6 @@ await warmUpWorker(session, describe(), footprintBytes, () => {
     threadId,
     heapTotalBytes: heap.total_heap_size,
     externalBytes: heap.external_memory,
-    generationArenaBytes: leaked.arenaBytes,
   };
 });
 
@@ -93,7 +92,6 @@ function leak(bytes: number): void {
   const owner = { id: init.generationOwnerId, kind: 'worker-generation' as const, label: `generation ${init.generation}`, parent: undefined };
   const block = arena.alloc(owner, bytes, { tenant: init.tenant });
   leaked.blocks.push(block);
-  leaked.arenaBytes += block.size;
   // Filled, so the pages are really touched (external memory and RSS grow).
   leaked.buffers.push(Buffer.alloc(bytes, 1));
 }

@@ -201,8 +201,6 @@ export interface WorkerStatsMessage {
   /** v8.getHeapStatistics() of the worker: total_heap_size and external_memory. */
   readonly heapTotalBytes: number;
   readonly externalBytes: number;
-  /** Bytes this worker holds in the arena under its generation owner (it is their only allocator). */
-  readonly generationArenaBytes: number;
 }
 
 export function isWorkerEventMessage(message: unknown): message is WorkerEventMessage {

@@ -148,7 +148,11 @@ describe.each(addonBuilds)('$kind build: arena', (build) => {
     const view = new Uint8Array(input.view());
     arena.reserve(model, 5 * MiB, { tenant: team });
     expect(arena.stats().tenants.find((t) => t.name === 'team')?.used).toBe(8 * MiB + input.size);
+    // ownerUsage reports, without freeing, exactly what destroyOwner then frees.
+    expect(arena.ownerUsage(batch)).toEqual({ owners: 1, blocks: 1, reservations: 0, bytes: input.size });
+    expect(arena.ownerUsage(model.id)).toEqual({ owners: 2, blocks: 2, reservations: 1, bytes: 8 * MiB + input.size });
     expect(arena.destroyOwner(model)).toEqual({ owners: 2, blocks: 2, reservations: 1, bytes: 8 * MiB + input.size });
+    expect(() => arena.ownerUsage(model)).toThrow(/NOT_FOUND/);
     expect(weights.released && input.released).toBe(true);
     expect(view.byteLength).toBe(0);
     const stats = arena.stats();
