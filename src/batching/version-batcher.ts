@@ -68,11 +68,42 @@ export interface VersionBatcherHooks {
   readonly logger: Logger;
 }
 
-interface Execution {
-  readonly result: Promise<BatchResult>;
+/**
+ * One sealed batch in flight. Its output blocks are released exactly once:
+ * when the run has settled and every request of the batch has built its
+ * response (or learned of the failure), whichever comes last.
+ */
+class Execution {
   /** Requests of the batch that have not built their response yet. */
-  pending: number;
-  readonly outputBlocks: Block[];
+  private pending: number;
+  private settled = false;
+  private released = false;
+
+  constructor(
+    readonly result: Promise<BatchResult>,
+    requests: number,
+    private readonly outputBlocks: readonly Block[],
+  ) {
+    this.pending = requests;
+  }
+
+  /** The run ended (success or failure). */
+  runSettled(): void {
+    this.settled = true;
+    this.releaseIfDone();
+  }
+
+  /** One request is done with the outputs. */
+  requestDone(): void {
+    this.pending -= 1;
+    this.releaseIfDone();
+  }
+
+  private releaseIfDone(): void {
+    if (this.released || !this.settled || this.pending > 0) return;
+    this.released = true;
+    for (const block of this.outputBlocks) block.release();
+  }
 }
 
 export class VersionBatcher {
@@ -161,10 +192,7 @@ export class VersionBatcher {
     }
     const execution = this.executions.get(slice.batch);
     if (execution === undefined) throw new Error(`batch ${slice.batch.batchId} was sealed but never dispatched`);
-    const done = () => {
-      execution.pending -= 1;
-      if (execution.pending === 0) for (const block of execution.outputBlocks) block.release();
-    };
+    const done = () => execution.requestDone();
     let result: BatchResult;
     try {
       result = await execution.result;
@@ -241,6 +269,8 @@ export class VersionBatcher {
         return { outputs, timing: executed.timing, rows: batch.rows };
       },
     );
+    const execution = new Execution(result, batch.requests.length, outputBlocks);
+    this.executions.set(batch, execution);
     // The worker held its own references while it ran: the inputs can go now,
     // and the instance is free for the next batch.
     void result
@@ -248,10 +278,8 @@ export class VersionBatcher {
       .finally(() => {
         batch.release();
         if (!this.batcher.stopped) this.batcher.instanceIdle();
-        if (execution.pending === 0) for (const block of outputBlocks) block.release();
+        execution.runSettled();
       });
-    const execution: Execution = { result, pending: batch.requests.length, outputBlocks };
-    this.executions.set(batch, execution);
   }
 }
 

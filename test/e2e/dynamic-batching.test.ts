@@ -10,7 +10,10 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attrInts, node, serializeModel, tensorValueInfo } from '../../models/lib/onnx-builder.js';
+import { writeModelFiles } from '../../models/lib/repository-writer.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
+import { TensorProto_DataType } from '../../src/generated/onnx/onnx_pb.js';
 import { scrape } from './helpers/probes.js';
 import { tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
@@ -41,10 +44,32 @@ beforeAll(async () => {
       await ctrVariant(dir, 'ctr_short_timeout', 'dynamic_batching { max_queue_delay_microseconds: 3000000 default_queue_policy { default_timeout_microseconds: 200000 timeout_action: REJECT } }\n');
       // Waits 3 s for a batch: a client deadline of 300 ms passes first.
       await ctrVariant(dir, 'ctr_slow_batch', 'dynamic_batching { max_queue_delay_microseconds: 3000000 }\n');
+      // A batched model onnxruntime fails on (2 elements cannot be reshaped to [-1, 3]);
+      // its output is pre-allocated in the arena, so the failure path has blocks to free.
+      await writeModelFiles(dir, {
+        name: 'batched_failing',
+        model: () =>
+          serializeModel({
+            name: 'batched_failing',
+            doc: 'Reshape of [batch, 2] to [-1, 3]: fails unless the batch has a multiple of 3 rows.',
+            inputs: [tensorValueInfo('X', TensorProto_DataType.FLOAT, ['batch', 2])],
+            outputs: [tensorValueInfo('Y', TensorProto_DataType.FLOAT, [-1, 3])],
+            nodes: [
+              node('Constant', [], ['target_shape'], { attributes: [attrInts('value_ints', [-1, 3])] }),
+              node('Reshape', ['X', 'target_shape'], ['Y']),
+            ],
+          }),
+        config:
+          'name: "batched_failing"\nmax_batch_size: 8\n' +
+          'input [ { name: "X" data_type: TYPE_FP32 dims: [ 2 ] } ]\n' +
+          'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 3 ] } ]\n' +
+          'dynamic_batching { }\n' +
+          'parameters { key: "tenant" value: { string_value: "failing" } }\n',
+      });
       // Tenant 'tight' has room for the model's declared footprint, not for a 64-row batch (8 KiB).
       await ctrVariant(dir, 'ctr_tight', 'dynamic_batching { }\nparameters { key: "tenant" value: { string_value: "tight" } }\nparameters { key: "memory_footprint_bytes" value: { string_value: "1MiB" } }\n');
     }),
-    ['--tenant', 'tight:1028KiB'],
+    ['--tenant', 'tight:1028KiB', '--tenant', 'failing:64MiB', '--no-default-warmup'],
   );
 });
 
@@ -135,6 +160,22 @@ describe('dynamic batching', () => {
     }
     expect(stats.inference_stats.fail.count).toBe('1');
     expect(stats.execution_count).toBe('0');
+  });
+
+  it('answers INTERNAL for a batch onnxruntime fails on, frees its memory, and keeps serving', async () => {
+    const failing: Message = {
+      model_name: 'batched_failing',
+      inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2] }],
+      raw_input_contents: [f32Bytes([1, 2])],
+    };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const err = await served.client.callError('ModelInfer', failing);
+      expect(err.code).toBe(grpc.status.INTERNAL);
+      expect(err.details).toMatch(/^inference failed: .*reshape/i);
+    }
+    const metrics = await scrape(served.server.metricsPort);
+    expect(metrics.get('hotpath_arena_allocated_bytes{tenant="failing"}')).toBe(0);
+    expect((await served.client.call('ModelInfer', request('ctr_mlp', 9)))['id']).toBe('r9');
   });
 
   it('refuses a tenant whose batch does not fit its quota while another tenant is served', async () => {
