@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 
-import { summarize } from '../report/latency.js';
+import { summarize, type LatencySummary } from '../report/latency.js';
 import type { ServePoint } from '../report/serve-result.js';
 import { Child } from './child-process.js';
 import { modelStatistics, statisticsDelta, type InferShape } from './infer-client.js';
@@ -74,12 +74,7 @@ export async function hotpathPoint(
       ...(load.kind === 'closed' ? { concurrency: load.concurrency } : { rate: load.ratePerSecond }),
       throughput_rps: Math.round(throughput * 10) / 10,
       rows_per_s: Math.round(throughput * infer.rows * 10) / 10,
-      p50_ms: summary.p50_ms,
-      p90_ms: summary.p90_ms,
-      p99_ms: summary.p99_ms,
-      p999_ms: summary.p999_ms,
-      mean_ms: summary.mean_ms,
-      max_ms: summary.max_ms,
+      ...latencyFields(summary),
       mean_batch: Number.isFinite(server.mean_batch) ? server.mean_batch : null,
       queue_share: Number.isFinite(server.queue_share) ? server.queue_share : null,
       server_request_ms: Number.isFinite(server.server_request_ms) ? server.server_request_ms : null,
@@ -95,6 +90,12 @@ export async function hotpathPoint(
   }
 }
 
+/** The latency fields of a point, in the JSON's order (the summary without its count). */
+function latencyFields(summary: LatencySummary) {
+  const { p50_ms, p90_ms, p99_ms, p999_ms, mean_ms, max_ms } = summary;
+  return { p50_ms, p90_ms, p99_ms, p999_ms, mean_ms, max_ms };
+}
+
 export async function rawOrtPoints(config: RawOrtConfig): Promise<ServePoint[]> {
   const child = new Child(RAW_ORT, 'raw onnxruntime');
   try {
@@ -108,12 +109,7 @@ export async function rawOrtPoints(config: RawOrtConfig): Promise<ServePoint[]> 
         batch: point.batch,
         throughput_rps: Math.round(runsPerSecond * 10) / 10,
         rows_per_s: Math.round(runsPerSecond * point.batch * 10) / 10,
-        p50_ms: summary.p50_ms,
-        p90_ms: summary.p90_ms,
-        p99_ms: summary.p99_ms,
-        p999_ms: summary.p999_ms,
-        mean_ms: summary.mean_ms,
-        max_ms: summary.max_ms,
+        ...latencyFields(summary),
         mean_batch: point.batch,
         requests: point.latenciesMs.length,
         errors: 0,

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -25,3 +26,17 @@ export const addonBuilds: readonly AddonBuild[] = (
 
 /** No NVIDIA device node: the CUDA runtime cannot see a GPU here. */
 export const noGpu = !existsSync('/dev/nvidia0');
+
+/**
+ * Runs `code` (CommonJS source) in a fresh worker thread with `workerData`;
+ * resolves with its exit code and the last message it posted.
+ */
+export function runWorkerCode<M>(code: string, workerData: unknown): Promise<{ exitCode: number; message: M | undefined }> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(code, { eval: true, workerData });
+    let message: M | undefined;
+    worker.on('message', (m: M) => (message = m));
+    worker.on('error', reject);
+    worker.on('exit', (exitCode) => resolve({ exitCode, message }));
+  });
+}

@@ -3,13 +3,14 @@
 // the per-environment cleanup hook must have run for every worker (the
 // process-wide live count returns to what it was), also for a worker that is
 // terminated mid-loop.
+
 import { Worker } from 'node:worker_threads';
 
 import { describe, expect, it } from 'vitest';
 
 import { addonEnvInfo } from '../../src/native/build-info.js';
 import { loadAddon } from '../../src/native/loader.js';
-import { addonBuilds } from './addon-builds.js';
+import { addonBuilds, runWorkerCode } from './addon-builds.js';
 
 // CommonJS eval code: workers cannot run the TypeScript loader, so they load
 // the .node file by path, the way a piscina worker's require would.
@@ -32,16 +33,9 @@ interface WorkerReport {
   env: { id: number };
 }
 
-function runWorker(addonPath: string): Promise<{ exitCode: number; report: WorkerReport | undefined }> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(workerCode, { eval: true, workerData: addonPath });
-    let report: WorkerReport | undefined;
-    worker.on('message', (message: WorkerReport) => {
-      report = message;
-    });
-    worker.on('error', reject);
-    worker.on('exit', (exitCode) => resolve({ exitCode, report }));
-  });
+async function runWorker(addonPath: string): Promise<{ exitCode: number; report: WorkerReport | undefined }> {
+  const { exitCode, message } = await runWorkerCode<WorkerReport>(workerCode, addonPath);
+  return { exitCode, report: message };
 }
 
 describe.each(addonBuilds)('$kind build in worker threads', (build) => {

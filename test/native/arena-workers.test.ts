@@ -3,14 +3,13 @@
 // the main thread wrote (zero copy across threads) and exit. A worker that
 // exits without cleaning up leaves nothing behind: its environment's cleanup
 // hook destroys the owners it created.
-import { Worker } from 'node:worker_threads';
 
 import { describe, expect, it } from 'vitest';
 
 import { Arena } from '../../src/native/arena.js';
 import { addonEnvInfo } from '../../src/native/build-info.js';
 import { loadAddon } from '../../src/native/loader.js';
-import { addonBuilds } from './addon-builds.js';
+import { addonBuilds, runWorkerCode } from './addon-builds.js';
 
 // CommonJS eval code using the raw binding, as a piscina worker's require would.
 const workerCode = `
@@ -38,13 +37,7 @@ parentPort.postMessage({ seen, overQuota: overQuota.ok ? null : overQuota.detail
 `;
 
 function runWorker(workerData: object): Promise<{ exitCode: number; message: unknown }> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(workerCode, { eval: true, workerData });
-    let message: unknown;
-    worker.on('message', (m) => (message = m));
-    worker.on('error', reject);
-    worker.on('exit', (exitCode) => resolve({ exitCode, message }));
-  });
+  return runWorkerCode<unknown>(workerCode, workerData);
 }
 
 describe.each(addonBuilds)('$kind build: arena in worker threads', (build) => {

@@ -5,14 +5,13 @@
 // cleanup hook must stop and free. Child processes check that a live batcher
 // neither crashes nor hangs the process at exit.
 import { spawnSync } from 'node:child_process';
-import { Worker } from 'node:worker_threads';
 
 import { describe, expect, it } from 'vitest';
 
 import { Arena } from '../../src/native/arena.js';
 import { addonEnvInfo } from '../../src/native/build-info.js';
 import { loadAddon } from '../../src/native/loader.js';
-import { addonBuilds } from './addon-builds.js';
+import { addonBuilds, runWorkerCode } from './addon-builds.js';
 
 // CommonJS using the raw binding, as a piscina worker's require would.
 const setupCode = `
@@ -58,13 +57,7 @@ ${setupCode}
 `;
 
 function runWorker(workerData: object): Promise<{ exitCode: number; message: unknown }> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(workerCode, { eval: true, workerData });
-    let message: unknown;
-    worker.on('message', (m) => (message = m));
-    worker.on('error', reject);
-    worker.on('exit', (exitCode) => resolve({ exitCode, message }));
-  });
+  return runWorkerCode<unknown>(workerCode, workerData);
 }
 
 // A process that creates the arena itself and ends with a live batcher.
