@@ -2,7 +2,7 @@
  * Server- and model-level query RPCs: liveness, readiness, metadata, config.
  */
 import { create } from '@bufbuild/protobuf';
-import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import { status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import {
   ModelConfigResponseSchema,
   ModelMetadataResponseSchema,
@@ -45,7 +45,7 @@ export function serverHandlers(models: ModelManager, server: ServerIdentity): Un
         return create(ModelReadyResponseSchema, { ready: models.resolve(request.name, request.version).state === 'READY' });
       } catch (err) {
         // Known-but-not-ready answers false; an unknown model or version is an error, as in Triton.
-        if (err instanceof ServingError && models.isKnown(request.name) && err.code !== 5 /* NOT_FOUND */) {
+        if (err instanceof ServingError && models.isKnown(request.name) && err.code !== status.NOT_FOUND) {
           return create(ModelReadyResponseSchema, { ready: false });
         }
         throw err;
