@@ -17,6 +17,7 @@
 #include <queue>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hotpath::bench {
@@ -60,9 +61,19 @@ ReplayResult RunReplay(arena::Arena& arena, const ReplayConfig& config) {
       arena.CreateTenant("b", 160 * kMiB).value(),
       arena.CreateTenant("c", 300 * kMiB).value(),
   };
+  // Named fields, not a brace list: -Wextra (and -Werror builds) flag the
+  // state members a brace list would leave to their defaults.
+  auto model = [](std::string name, int tenant, uint64_t footprint, double weight) {
+    Model m;
+    m.name = std::move(name);
+    m.tenant = tenant;
+    m.footprint = footprint;
+    m.weight = weight;
+    return m;
+  };
   std::vector<Model> models = {
-      {"a-ranker", 0, 120 * kMiB, 4}, {"a-embed", 0, 80 * kMiB, 2}, {"b-ranker", 1, 60 * kMiB, 3},
-      {"b-embed", 1, 60 * kMiB, 1},   {"c-large", 2, 200 * kMiB, 2}, {"c-xl", 2, 150 * kMiB, 1},
+      model("a-ranker", 0, 120 * kMiB, 4), model("a-embed", 0, 80 * kMiB, 2), model("b-ranker", 1, 60 * kMiB, 3),
+      model("b-embed", 1, 60 * kMiB, 1),   model("c-large", 2, 200 * kMiB, 2), model("c-xl", 2, 150 * kMiB, 1),
   };
   std::vector<double> weights;
   for (Model& m : models) {
