@@ -26,6 +26,20 @@ Status CudaFailure(const char* what, cudaError_t err, StatusCode code = StatusCo
   return Status(code, std::move(message));
 }
 
+// NVML's spelling of a device UUID: "GPU-" then the 16 bytes in hex, grouped
+// 8-4-4-4-12, which is also what Triton's gpu_uuid label carries.
+std::string FormatUuid(const cudaUUID_t& uuid) {
+  static const char* kHex = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    const auto byte = static_cast<unsigned char>(uuid.bytes[i]);
+    text += kHex[byte >> 4];
+    text += kHex[byte & 0xF];
+  }
+  return text;
+}
+
 }  // namespace
 
 Result<int> CudaDeviceCount() {
@@ -61,6 +75,8 @@ Result<DeviceInfo> QueryCudaDevice(int ordinal) {
   DeviceInfo info;
   info.backend = Backend::kCuda;
   info.name = prop.name;
+  info.ordinal = ordinal;
+  info.uuid = FormatUuid(prop.uuid);
   info.total_bytes = total_bytes;
   info.free_bytes = free_bytes < total_bytes ? free_bytes : total_bytes;
   return info;

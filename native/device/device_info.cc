@@ -1,4 +1,4 @@
-// Backend choice for QueryDevice(): CUDA device 0 if compiled in and usable,
+// Backend choice for QueryDevice(n): CUDA device n if compiled in and usable,
 // host memory otherwise. See device_info.h.
 #include "device/device_info.h"
 
@@ -35,17 +35,22 @@ const char* BackendName(Backend backend) {
   return "host";
 }
 
-Result<DeviceInfo> QueryDevice() {
+Result<DeviceInfo> QueryDevice(int ordinal) {
+  if (ordinal < 0) return Status(StatusCode::kInvalidArgument, "device ordinal must be >= 0, got " + std::to_string(ordinal));
 #ifdef HOTPATH_WITH_CUDA
   Result<int> count = CudaDeviceCount();
   if (!count.ok()) {
     return HostDevice("host memory (no CUDA device: " + count.status().message() + ")");
   }
-  Result<DeviceInfo> cuda = QueryCudaDevice(0);
+  if (ordinal >= count.value()) {
+    return HostDevice("host memory (CUDA device " + std::to_string(ordinal) + " does not exist: " +
+                      std::to_string(count.value()) + " visible)");
+  }
+  Result<DeviceInfo> cuda = QueryCudaDevice(ordinal);
   if (cuda.ok()) return cuda;
   // A device exists but cannot be queried (e.g. no memory left for a
   // context): still serve from host memory, and say why.
-  return HostDevice("host memory (CUDA device 0 unusable: " + cuda.status().message() + ")");
+  return HostDevice("host memory (CUDA device " + std::to_string(ordinal) + " unusable: " + cuda.status().message() + ")");
 #else
   return HostDevice("host memory (built without CUDA)");
 #endif

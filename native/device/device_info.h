@@ -1,7 +1,7 @@
 // Device detection: which memory backend this process should use, and how much
 // memory it has.
 //
-// QueryDevice() answers with CUDA device 0 when the CUDA backend is compiled in
+// QueryDevice(n) answers with CUDA device n when the CUDA backend is compiled in
 // (HOTPATH_WITH_CUDA) and a device is usable at run time; otherwise it answers
 // with host memory and says why in `name`. A missing GPU or driver is never an
 // error: CPU-only mode is a full mode. It fails only if host memory itself
@@ -36,8 +36,15 @@ struct DeviceInfo {
   // kernel's MemAvailable estimate, not just unused pages. A snapshot: other
   // processes change it at any moment.
   uint64_t free_bytes = 0;
+  // CUDA only: the ordinal asked for and the device's UUID in NVML's form
+  // ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), which is Triton's
+  // `gpu_uuid` metric label. Host: -1 and "".
+  int ordinal = -1;
+  std::string uuid;
 };
 
-Result<DeviceInfo> QueryDevice();
+// `ordinal` (>= 0) picks the CUDA device; an ordinal that does not exist
+// answers with host memory and says so, like a missing device.
+Result<DeviceInfo> QueryDevice(int ordinal = 0);
 
 }  // namespace hotpath::device

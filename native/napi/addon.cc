@@ -1,7 +1,7 @@
 // hotpath_native module entry: a registry. It installs the per-environment
-// state and registers each binding's exports; all logic lives in native/common,
-// native/device (and later native/arena, native/batcher), all translation in
-// the *_binding.cc files next to this one.
+// state and registers each binding's exports; all logic lives in
+// native/common, native/device, native/arena, native/batcher and
+// native/executor, all translation in the *_binding.cc files next to this one.
 //
 // Runs once per environment (main thread and each worker thread).
 #include <napi.h>
@@ -11,6 +11,7 @@
 #include "napi/batcher_binding.h"
 #include "napi/build_info_binding.h"
 #include "napi/device_binding.h"
+#include "napi/executor_binding.h"
 
 namespace {
 
@@ -20,7 +21,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   hotpath::napi::RegisterBuildInfoBinding(env, exports);
   hotpath::napi::RegisterDeviceBinding(env, exports);
   hotpath::napi::RegisterArenaBinding(env, exports);
-  hotpath::napi::RegisterBatcherBinding(env, exports);  // after the arena: its cleanup runs first
+  // Cleanup hooks run in reverse: batchers stop first, then executors, then arenas.
+  hotpath::napi::ExecutorRegistry& executors = hotpath::napi::RegisterExecutorBinding(env, exports);
+  hotpath::napi::RegisterBatcherBinding(env, exports, executors);
   return exports;
 }
 

@@ -15,8 +15,10 @@
 #include "batcher/arena_batch_memory.h"
 #include "batcher/batcher.h"
 #include "batcher/clock.h"
+#include "executor/batch_target.h"
 #include "napi/arena_binding_values.h"
 #include "napi/batcher_binding_values.h"
+#include "napi/batcher_dispatch.h"
 #include "napi/result_js.h"
 
 namespace hotpath::napi {
@@ -28,27 +30,32 @@ namespace bt = hotpath::batcher;
 // Bound on relative times from JS, as in the core (about 11.6 days).
 constexpr uint64_t kMaxMicroseconds = 1'000'000'000'000;
 
-// What travels through the TSFN queue. Destroying an undelivered event (the
-// environment is gone) frees its batch memory.
-struct Event {
-  enum class Kind { kBatch, kRejected, kMarker };
-  Kind kind = Kind::kMarker;
-  bt::SealedBatch batch;
-  std::vector<bt::RejectedRequest> rejected;
-  uint64_t marker = 0;
-};
+using Event = BatcherEvent;
 
 struct BatcherEnv;
 
-// One JS Batcher. Touched only on its JS thread, except `batcher` (the core
-// is thread-safe) and `tsfn`, which the batcher thread calls until Stop()
-// has joined it.
+// A delivered batch JS has not released: its input buffers and, for an
+// executed batch, its output buffers (arena references, freed on release).
+struct HeldBatch {
+  bt::SealedBatch batch;
+  std::vector<bt::BatchBuffer> outputs;
+  std::vector<uint64_t> output_bytes;
+};
+
+// One JS Batcher. Touched only on its JS thread, except `batcher` and
+// `dispatch` (thread-safe) and `tsfn`, which the batcher thread calls until
+// Stop() has joined it (target jobs hold their own references).
 struct Instance {
   uint32_t id = 0;
   BatcherEnv* env_state = nullptr;  // null once the environment's cleanup ran
   std::shared_ptr<bt::Clock> clock;
   std::shared_ptr<bt::ManualClock> manual;  // null with the steady clock
-  std::unique_ptr<bt::Batcher> batcher;
+  std::shared_ptr<bt::ArenaBatchMemory> memory;  // inputs, and outputs of executed batches
+  uint64_t owner = 0;                            // arena owner of the model version
+  uint32_t input_count = 0;
+  // Shared (weakly) with target completions, which give instances back.
+  std::shared_ptr<bt::Batcher> batcher;
+  std::shared_ptr<BatchDispatch> dispatch;
   napi_threadsafe_function tsfn = nullptr;
   bool stopped = false;        // JS stop() or env cleanup began
   bool tsfn_released = false;  // our reference is gone: never call tsfn again
@@ -58,7 +65,7 @@ struct Instance {
   uint64_t outstanding = 0;
   // Delivered batches JS has not released, by batch id. Their buffers keep
   // the arena blocks alive.
-  std::unordered_map<uint64_t, bt::SealedBatch> held;
+  std::unordered_map<uint64_t, HeldBatch> held;
 
   void AddOutstanding(napi_env env, uint64_t n) {
     if (n == 0 || tsfn_released) return;
@@ -75,6 +82,8 @@ struct Instance {
 
 // One per environment; touched only on its JS thread.
 struct BatcherEnv {
+  explicit BatcherEnv(ExecutorRegistry& registry) : executors(registry) {}
+  ExecutorRegistry& executors;  // borrowed; outlives every JS call (executor_registry.h)
   std::map<uint32_t, std::shared_ptr<Instance>> instances;
   uint32_t next_id = 1;
 
@@ -94,6 +103,8 @@ void OnEnvCleanup(BatcherEnv* raw) {
     instance->env_state = nullptr;
     instance->stopped = true;
     instance->batcher->Stop();  // joins the batcher thread
+    // Jobs in flight keep their target; the executor binding's cleanup stops them.
+    instance->dispatch->SetTarget(nullptr);
     instance->held.clear();     // frees the batch memory JS still held
   }
   state->instances.clear();
@@ -110,22 +121,12 @@ Result<Instance*> InstanceOf(const Napi::CallbackInfo& info) {
   return it->second.get();
 }
 
-// Queues an event; on failure (the TSFN is closing) the event is dropped.
-// Any thread, while the TSFN is alive.
-bool Send(napi_threadsafe_function tsfn, std::unique_ptr<Event> event) {
-  if (napi_call_threadsafe_function(tsfn, event.get(), napi_tsfn_nonblocking) != napi_ok) return false;
-  event.release();  // owned by the queue; CallJs frees it
-  return true;
-}
-
-// JS thread: queues a marker behind everything sent so far.
+// JS thread: queues a marker behind everything sent so far, including the
+// 'executed' events of batches already handed to a target.
 bool QueueMarker(napi_env env, Instance& instance, uint64_t marker) {
   if (instance.tsfn_released) return false;
-  auto event = std::make_unique<Event>();
-  event->kind = Event::Kind::kMarker;
-  event->marker = marker;
   instance.AddOutstanding(env, 1);
-  if (Send(instance.tsfn, std::move(event))) return true;
+  if (instance.dispatch->QueueMarker(marker)) return true;
   instance.Settle(env, 1);
   return false;
 }
@@ -147,7 +148,17 @@ void CallJs(napi_env raw_env, napi_value js_callback, void* context, void* data)
         payload = SealedBatchToJs(env, event->batch);
         delivered = event->batch.requests.size();
         const uint64_t batch_id = event->batch.batch_id;
-        instance.held.emplace(batch_id, std::move(event->batch));
+        instance.held.emplace(batch_id, HeldBatch{std::move(event->batch), {}, {}});
+        break;
+      }
+      case Event::Kind::kExecuted: {
+        // Held like a 'batch' (inputs and outputs), so JS can read the
+        // outputs, or re-run a failed batch elsewhere from its inputs.
+        payload = ExecutedBatchToJs(env, event->batch, event->outcome);
+        delivered = event->batch.requests.size();
+        const uint64_t batch_id = event->batch.batch_id;
+        instance.held.emplace(batch_id, HeldBatch{std::move(event->batch), std::move(event->outcome.outputs),
+                                                  std::move(event->outcome.output_bytes)});
         break;
       }
       case Event::Kind::kRejected:
@@ -176,8 +187,10 @@ void FinalizeTsfn(napi_env /*env*/, void* finalize_data, void* /*hint*/) {
   instance.finalized = true;
   instance.tsfn_released = true;
   instance.stopped = true;
-  // Backstop: the thread must not outlive the TSFN it calls.
+  // Backstop: the thread must not outlive the TSFN it calls. (Target jobs
+  // held TSFN references, so none is in flight when this runs.)
   if (instance.batcher) instance.batcher->Stop();
+  if (instance.dispatch) instance.dispatch->SetTarget(nullptr);
   if (instance.env_state != nullptr) instance.env_state->MaybeForget(instance);
 }
 
@@ -199,6 +212,9 @@ Napi::Value CreateJs(const Napi::CallbackInfo& info) {
   auto instance = std::make_shared<Instance>();
   instance->id = state.next_id++;
   instance->env_state = &state;
+  instance->memory = memory.value();
+  instance->owner = a.config.memory_owner;
+  instance->input_count = a.config.input_count;
   if (a.manual_clock) {
     instance->manual = std::make_shared<bt::ManualClock>();
     instance->clock = instance->manual;
@@ -220,18 +236,15 @@ Napi::Value CreateJs(const Napi::CallbackInfo& info) {
   napi_unref_threadsafe_function(env, instance->tsfn);  // ref'd only while work is outstanding
 
   napi_threadsafe_function tsfn = instance->tsfn;
+  auto dispatch = std::make_shared<BatchDispatch>(tsfn);
+  instance->dispatch = dispatch;
   bt::BatcherCallbacks callbacks;
-  callbacks.dispatch = [tsfn](bt::SealedBatch batch) {
-    auto event = std::make_unique<Event>();
-    event->kind = Event::Kind::kBatch;
-    event->batch = std::move(batch);
-    Send(tsfn, std::move(event));
-  };
+  callbacks.dispatch = [dispatch](bt::SealedBatch batch) { dispatch->Dispatch(std::move(batch)); };
   callbacks.reject = [tsfn](std::vector<bt::RejectedRequest> rejected) {
     auto event = std::make_unique<Event>();
     event->kind = Event::Kind::kRejected;
     event->rejected = std::move(rejected);
-    Send(tsfn, std::move(event));
+    SendBatcherEvent(tsfn, std::move(event));
   };
   Result<std::unique_ptr<bt::Batcher>> batcher =
       bt::Batcher::Create(std::move(a.config), instance->clock, memory.value(), std::move(callbacks));
@@ -242,7 +255,8 @@ Napi::Value CreateJs(const Napi::CallbackInfo& info) {
     napi_release_threadsafe_function(tsfn, napi_tsfn_release);
     return ErrorResult(env, batcher.status());
   }
-  instance->batcher = std::move(batcher).value();
+  instance->batcher = std::shared_ptr<bt::Batcher>(std::move(batcher).value());
+  dispatch->set_batcher(instance->batcher);
   state.instances.emplace(instance->id, instance);
   return OkResult(env, Napi::Number::New(env, instance->id));
 }
@@ -324,7 +338,9 @@ Napi::Value StopJs(const Napi::CallbackInfo& info) {
   if (instance.stopped) return OkResult(env, Napi::Boolean::New(env, false));
   instance.stopped = true;
   instance.batcher->Stop();  // rejects run here and are queued behind earlier events
+  // Behind the 'executed' events of batches still running on a target.
   const bool queued = QueueMarker(env, instance, marker.value());
+  instance.dispatch->SetTarget(nullptr);  // nothing is dispatched any more
   if (!instance.tsfn_released) {
     instance.tsfn_released = true;
     napi_release_threadsafe_function(instance.tsfn, napi_tsfn_release);
@@ -375,32 +391,79 @@ Napi::Value ReleaseBatchJs(const Napi::CallbackInfo& info) {
   return OkResult(env, Napi::Boolean::New(env, released));
 }
 
-// (batcher, batchId, input): the input's used bytes as an external
-// ArrayBuffer, no copy. It holds no reference: the TS wrapper detaches it
-// when the batch is released.
+// (batcher, batchId, index): a block's used bytes as an external
+// ArrayBuffer, no copy. Indices [0, inputs) are the inputs; for an executed
+// batch, [inputs, inputs + outputs) are its outputs. It holds no reference:
+// the TS wrapper detaches it when the batch is released.
 Napi::Value ViewJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Result<Instance*> found = InstanceOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
   Result<uint64_t> batch_id = ToU64(info[1], "batchId");
-  Result<uint64_t> input = ToU64(info[2], "input");
-  if (!batch_id.ok() || !input.ok()) return ErrorResult(env, !batch_id.ok() ? batch_id.status() : input.status());
+  Result<uint64_t> index = ToU64(info[2], "input");
+  if (!batch_id.ok() || !index.ok()) return ErrorResult(env, !batch_id.ok() ? batch_id.status() : index.status());
   auto it = found.value()->held.find(batch_id.value());
   if (it == found.value()->held.end()) {
     return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batch " + std::to_string(batch_id.value()) + " was released"));
   }
-  if (input.value() >= it->second.inputs.size()) {
+  HeldBatch& held = it->second;
+  const uint64_t inputs = held.batch.inputs.size();
+  void* data = nullptr;
+  uint64_t bytes = 0;
+  if (index.value() < inputs) {
+    bt::SealedInput& sealed = held.batch.inputs[index.value()];
+    data = sealed.buffer.data();
+    bytes = sealed.bytes;
+  } else if (index.value() - inputs < held.outputs.size()) {
+    const uint64_t output = index.value() - inputs;
+    data = held.outputs[output].data();
+    bytes = output < held.output_bytes.size() ? std::min(held.output_bytes[output], held.outputs[output].capacity()) : 0;
+  } else {
     return ErrorResult(env, Status(StatusCode::kInvalidArgument, "input index out of range"));
   }
-  bt::SealedInput& sealed = it->second.inputs[input.value()];
-  Napi::ArrayBuffer view = Napi::ArrayBuffer::New(env, sealed.buffer.data(), sealed.bytes, [](Napi::Env, void*) {});
+  Napi::ArrayBuffer view = Napi::ArrayBuffer::New(env, data, bytes, [](Napi::Env, void*) {});
   return OkResult(env, view);
+}
+
+// The executor as a batcher's target: output buffers come from the
+// batcher's own arena memory, charged like its inputs under `owner`.
+Result<std::shared_ptr<bt::ExecutionTarget>> MakeExecutorTarget(std::shared_ptr<executor::Executor> executor,
+                                                                std::shared_ptr<bt::BatchMemory> memory, uint64_t owner) {
+  return std::shared_ptr<bt::ExecutionTarget>(
+      std::make_shared<executor::ExecutorTarget>(std::move(executor), std::move(memory), owner));
+}
+
+// (batcher, executor id | 0) -> null. From now on sealed batches go to that
+// executor (natively, on the batcher thread), or to JS again with 0.
+Napi::Value SetTargetJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Result<Instance*> found = InstanceOf(info);
+  if (!found.ok()) return ErrorResult(env, found.status());
+  Result<uint64_t> executor_id = ToU64(info[1], "executor");
+  if (!executor_id.ok()) return ErrorResult(env, executor_id.status());
+  Instance& instance = *found.value();
+  if (executor_id.value() == 0) {
+    instance.dispatch->SetTarget(nullptr);
+    return OkResult(env, env.Null());
+  }
+  if (instance.stopped) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
+  Result<std::shared_ptr<executor::Executor>> executor = EnvOf(info).executors.Find(executor_id.value());
+  if (!executor.ok()) return ErrorResult(env, executor.status());
+  if (executor.value()->inputs().size() != instance.input_count) {
+    return ErrorResult(env, Status(StatusCode::kInvalidArgument,
+                                   "the executor has " + std::to_string(executor.value()->inputs().size()) +
+                                       " inputs, the batcher " + std::to_string(instance.input_count)));
+  }
+  Result<std::shared_ptr<bt::ExecutionTarget>> target = MakeExecutorTarget(executor.value(), instance.memory, instance.owner);
+  if (!target.ok()) return ErrorResult(env, target.status());
+  instance.dispatch->SetTarget(std::move(target).value());
+  return OkResult(env, env.Null());
 }
 
 }  // namespace
 
-void RegisterBatcherBinding(Napi::Env env, Napi::Object exports) {
-  auto state = std::make_unique<BatcherEnv>();
+void RegisterBatcherBinding(Napi::Env env, Napi::Object exports, ExecutorRegistry& executors) {
+  auto state = std::make_unique<BatcherEnv>(executors);
   BatcherEnv* raw = state.get();
   env.AddCleanupHook(OnEnvCleanup, raw);
   state.release();  // owned by the cleanup hook
@@ -419,6 +482,7 @@ void RegisterBatcherBinding(Napi::Env env, Napi::Object exports) {
       {"batcherAdvanceClock", AdvanceClockJs},
       {"batcherReleaseBatch", ReleaseBatchJs},
       {"batcherView", ViewJs},
+      {"batcherSetTarget", SetTargetJs},
   };
   for (const Entry& entry : entries) {
     exports.Set(entry.name, Napi::Function::New(env, entry.callback, entry.name, raw));

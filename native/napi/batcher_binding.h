@@ -16,6 +16,12 @@
 // down. Workers that map a block take their own arena reference
 // (Arena.adopt) and release it themselves.
 //
+// Execution target: batcherSetTarget(batcher, executor) makes the batcher
+// thread hand sealed batches straight to that executor (batcher_dispatch.h);
+// each comes back as one 'executed' event, held like a 'batch' (inputs and
+// outputs) until released. batcherView indices past the inputs are the
+// outputs of an executed batch.
+//
 // Lifetime: the env table and the TSFN context share each instance. JS stop
 // (or the env cleanup hook) stops the batcher thread before the TSFN goes
 // away; the TSFN finalizer also stops it, as a backstop. The TSFN keeps the
@@ -24,11 +30,15 @@
 
 #include <napi.h>
 
+#include "napi/executor_registry.h"
+
 namespace hotpath::napi {
 
 // Adds the batcher* functions (see src/native/batcher-binding-types.ts for
-// their exact shapes). Call once per environment, after the arena binding,
-// so this environment's batchers stop before its arenas are cleaned up.
-void RegisterBatcherBinding(Napi::Env env, Napi::Object exports);
+// their exact shapes). Call once per environment, after the arena and
+// executor bindings, so this environment's batchers stop before its
+// executors and arenas are cleaned up. `executors` (batcherSetTarget's
+// lookup) is borrowed; it outlives every JS call.
+void RegisterBatcherBinding(Napi::Env env, Napi::Object exports, ExecutorRegistry& executors);
 
 }  // namespace hotpath::napi

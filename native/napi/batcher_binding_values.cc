@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "napi/arena_binding_values.h"
+#include "napi/executor_binding_values.h"
 
 namespace hotpath::napi {
 
@@ -195,6 +196,28 @@ Napi::Object SealedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch) {
     inputs.Set(i, o);
   }
   out.Set("inputs", inputs);
+  return out;
+}
+
+Napi::Object ExecutedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch, const batcher::BatchOutcome& outcome) {
+  Napi::Object out = SealedBatchToJs(env, batch);
+  const bool ok = outcome.status.ok();
+  out.Set("type", Napi::String::New(env, "executed"));
+  out.Set("ok", Napi::Boolean::New(env, ok));
+  out.Set("code", Napi::String::New(env, ok ? "OK" : StatusCodeName(outcome.status.code())));
+  out.Set("message", Napi::String::New(env, outcome.status.message()));
+  out.Set("failure", Napi::String::New(env, batcher::ExecutionFailureName(outcome.failure)));
+  const size_t count = ok ? outcome.outputs.size() : 0;
+  Napi::Array outputs = Napi::Array::New(env, count);
+  for (uint32_t i = 0; i < count; ++i) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("blockId", Num(env, outcome.outputs[i].handle()));
+    o.Set("bytes", Num(env, i < outcome.output_bytes.size() ? outcome.output_bytes[i] : 0));
+    o.Set("shape", DimsToJs(env, i < outcome.output_shapes.size() ? outcome.output_shapes[i] : std::vector<int64_t>{}));
+    outputs.Set(i, o);
+  }
+  out.Set("outputs", outputs);
+  out.Set("timing", TimingToJs(env, outcome.input_ns, outcome.compute_ns, outcome.output_ns));
   return out;
 }
 

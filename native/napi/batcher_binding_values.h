@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "batcher/batcher.h"
+#include "batcher/execution_target.h"
 #include "common/result.h"
 
 namespace hotpath::napi {
@@ -32,6 +33,9 @@ Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& dims,
 
 // {type:'batch', batchId, rows, requests:[...], inputs:[{blockId, bytes, capacity, shape}]}
 Napi::Object SealedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch);
+// The 'batch' payload with type 'executed', plus {ok, code, message, failure,
+// outputs:[{blockId, bytes, shape}], timing:{inputNs, computeNs, outputNs}}.
+Napi::Object ExecutedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch, const batcher::BatchOutcome& outcome);
 // {type:'rejected', requests:[{id, sequence, reason, code, message, queueNs}]}
 Napi::Object RejectedToJs(Napi::Env env, const std::vector<batcher::RejectedRequest>& rejected);
 // BatcherStats in camelCase, plus heldBatches (delivered, not yet released).

@@ -62,6 +62,35 @@ export interface RawBatchEvent {
   readonly inputs: readonly RawSealedInput[];
 }
 
+/** Why an executed batch failed (native ExecutionFailureName). */
+export type ExecutionFailure = 'NONE' | 'INVALID' | 'DEVICE_TRANSIENT' | 'DEVICE_LOST' | 'RESOURCE_EXHAUSTED' | 'SHUTDOWN' | 'INTERNAL';
+
+export interface RawExecutedOutput {
+  /** Arena handle of the output's block (batch memory, charged like the inputs). */
+  readonly blockId: number;
+  /** Bytes written, packed from offset 0. */
+  readonly bytes: number;
+  /** [rows, ...dims]. */
+  readonly shape: readonly number[];
+}
+
+/**
+ * A batch the batcher's target (an executor) ran natively: the 'batch'
+ * payload plus its outcome. Its instance is already idle again; the batch
+ * (inputs and outputs) is held until batcherReleaseBatch.
+ */
+export interface RawExecutedEvent extends Omit<RawBatchEvent, 'type'> {
+  readonly type: 'executed';
+  readonly ok: boolean;
+  /** 'OK' when ok. */
+  readonly code: NativeStatusCode | 'OK';
+  readonly message: string;
+  readonly failure: ExecutionFailure;
+  /** Model output order; empty unless ok. batcherView(batch, id, inputs.length + i) maps output i. */
+  readonly outputs: readonly RawExecutedOutput[];
+  readonly timing: { readonly inputNs: number; readonly computeNs: number; readonly outputNs: number };
+}
+
 export interface RawRejectedRequest {
   readonly id: number;
   readonly sequence: number;
@@ -81,7 +110,7 @@ export interface RawMarkerEvent {
   readonly marker: number;
 }
 
-export type RawBatcherEvent = RawBatchEvent | RawRejectedEvent | RawMarkerEvent;
+export type RawBatcherEvent = RawBatchEvent | RawExecutedEvent | RawRejectedEvent | RawMarkerEvent;
 
 /** A refused enqueue may say why (absent for argument and arena errors). */
 export type EnqueueResult =
@@ -128,7 +157,10 @@ export interface BatcherBinding {
   batcherAdvanceClock(batcher: number, us: number): NativeResult<null>;
   /** Whether a held batch was released now. */
   batcherReleaseBatch(batcher: number, batchId: number): NativeResult<boolean>;
-  batcherView(batcher: number, batchId: number, input: number): NativeResult<ArrayBuffer>;
+  /** Index < inputs.length: an input; past it, an executed batch's outputs. */
+  batcherView(batcher: number, batchId: number, index: number): NativeResult<ArrayBuffer>;
+  /** An executor id of this environment, or 0: sealed batches go to JS again. */
+  batcherSetTarget(batcher: number, executor: number): NativeResult<null>;
   /** The arena binding's: detaches an external ArrayBuffer. */
   arenaDetachView(view: ArrayBuffer): boolean;
 }
@@ -144,5 +176,6 @@ export const batcherExports: readonly (keyof BatcherBinding)[] = [
   'batcherAdvanceClock',
   'batcherReleaseBatch',
   'batcherView',
+  'batcherSetTarget',
   'arenaDetachView',
 ];

@@ -1,6 +1,9 @@
 // Public types of the batcher wrapper (src/native/batcher.ts), apart so the
 // options validation can name them without importing the wrapper.
-import type { RawBatcherStats } from './batcher-binding-types.js';
+import type { ExecutionFailure, RawBatcherStats } from './batcher-binding-types.js';
+import type { NativeStatusCode } from './native-error.js';
+
+export type { ExecutionFailure } from './batcher-binding-types.js';
 
 export type TimeoutAction = 'REJECT' | 'DELAY';
 
@@ -43,6 +46,15 @@ export interface BatcherOptions {
    * and its instance given back.
    */
   readonly onBatch: (batch: SealedBatch) => void;
+  /**
+   * With a target (setTarget), receives each batch the target ran, once, on
+   * this thread, before its requests' promises resolve. The instance is
+   * already idle again (do not call instanceIdle); release the batch (inputs
+   * and outputs) when done with it. A failed batch can be re-run elsewhere
+   * from its inputs. If this throws, the batch's requests are rejected with
+   * the error and the batch is released.
+   */
+  readonly onExecuted?: (batch: SealedBatch, result: ExecutedResult) => void;
   /** 0 (default): no batching; every request is its own batch, dims are the full shape. */
   readonly maxBatchSize?: number;
   readonly preferredBatchSizes?: readonly number[];
@@ -120,9 +132,34 @@ export interface SealedBatch {
   release(): void;
 }
 
+export interface ExecutedOutput {
+  readonly name: string;
+  /** Arena handle of the output block. */
+  readonly blockId: number;
+  /** Bytes written, packed from offset 0 in row order. */
+  readonly bytes: number;
+  /** [rows, ...dims]. */
+  readonly shape: readonly number[];
+  /** The output's bytes, zero-copy, valid until the batch is released. */
+  view(): Uint8Array;
+}
+
+export interface ExecutionTiming {
+  readonly inputNs: number;
+  readonly computeNs: number;
+  readonly outputNs: number;
+}
+
+/** How a target ran a batch. */
+export type ExecutedResult =
+  | { readonly ok: true; readonly outputs: readonly ExecutedOutput[]; readonly timing: ExecutionTiming }
+  | { readonly ok: false; readonly failure: ExecutionFailure; readonly code: NativeStatusCode; readonly message: string };
+
 /** What a request's promise resolves with: its rows of a sealed batch. */
 export interface SealedSlice {
   readonly batch: SealedBatch;
+  /** Set when a target ran the batch: the same result onExecuted received. */
+  readonly executed?: ExecutedResult;
   readonly rowOffset: number;
   readonly rows: number;
   readonly queueNs: number;

@@ -32,8 +32,18 @@
 // instanceIdle() when its run ends (instanceBusy() takes one for outside work
 // such as warm-up). With every instance busy, batches keep growing.
 //
+// Targets: `setTarget(executor)` makes the batcher thread hand sealed
+// batches straight to a native executor (no JS hop); each comes back once,
+// run, through `onExecuted(batch, result)` and then its requests' promises
+// (slice.executed). The instance is given back natively, and the batch
+// (inputs and outputs) is released like any other. `setTarget(undefined)`
+// sends batches to onBatch again; batches sealed after a switch go the new
+// way.
+//
 // Thread-safety: a Batcher belongs to the JS thread that created it; events
 // are delivered on that thread. The native batcher is thread-safe.
+import { invalid } from './arena-options.js';
+import type { Executor } from './executor.js';
 import { nativeAddon, type LoadedAddon } from './loader.js';
 import { NativeError, unwrapNative, type CallSite } from './native-error.js';
 import {
@@ -42,6 +52,7 @@ import {
   type EnqueueResult,
   type RawBatchEvent,
   type RawBatcherEvent,
+  type RawExecutedEvent,
   type RawRejectedRequest,
 } from './batcher-binding-types.js';
 import { BatcherRejection, rejectionCodes } from './batcher-errors.js';
@@ -52,6 +63,7 @@ import type {
   BatcherStats,
   BatchInput,
   EnqueueRequest,
+  ExecutedResult,
   SealedBatch,
   SealedSlice,
 } from './batcher-types.js';
@@ -86,7 +98,7 @@ class Batch implements SealedBatch {
   // Private fields: invisible to structured clone, so a batch can be posted as plain data.
   readonly #state: BatchRelease;
 
-  constructor(binding: BatcherBinding, batcher: number, raw: RawBatchEvent, names: readonly string[]) {
+  constructor(binding: BatcherBinding, batcher: number, raw: Omit<RawBatchEvent, 'type'>, names: readonly string[]) {
     this.batchId = raw.batchId;
     this.rows = raw.rows;
     this.requests = raw.requests.map(({ rowOffset, rows, queueNs, sequence, priorityLevel }) => ({ rowOffset, rows, queueNs, sequence, priorityLevel }));
@@ -99,6 +111,7 @@ class Batch implements SealedBatch {
     return this.#state.released;
   }
 
+  /** `input` past the inputs maps an executed batch's outputs (see ExecutedOutput.view). */
   view(input: number): Uint8Array {
     if (this.#state.released) throw new NativeError('FAILED_PRECONDITION', `batch ${this.batchId} was released`, 'view');
     const buffer = unwrapNative(this.#state.binding.batcherView(this.#state.batcher, this.batchId, input), 'view', this.view);
@@ -142,6 +155,9 @@ export class Batcher {
   readonly #binding: BatcherBinding;
   readonly #id: number;
   readonly #options: FilledBatcherOptions;
+  readonly #onExecuted: (batch: SealedBatch, result: ExecutedResult) => void;
+  /** The last target's output names (kept after a switch: batches in flight still use them). */
+  #outputNames: readonly string[] | undefined;
   readonly #pending = new Map<number, Pending>();
   readonly #markers = new Map<number, () => void>();
   #nextRequest = 1;
@@ -149,9 +165,10 @@ export class Batcher {
   #stopping: Promise<void> | undefined;
   #finalStats: BatcherStats | undefined;
 
-  private constructor(binding: BatcherBinding, options: FilledBatcherOptions) {
+  private constructor(binding: BatcherBinding, options: FilledBatcherOptions, onExecuted: BatcherOptions['onExecuted']) {
     this.#binding = binding;
     this.#options = options;
+    this.#onExecuted = onExecuted ?? (() => {});
     this.modelName = options.modelName;
     // The handler is this object's; the TSFN holds it until stop (so stop() is required).
     this.#id = unwrapNative(binding.batcherCreate(options.raw, (event) => this.#onEvent(event)), 'Batcher.create', Batcher.create);
@@ -160,7 +177,34 @@ export class Batcher {
   /** Validates the options and starts the model version's batcher thread. */
   static create(options: BatcherOptions, addon: LoadedAddon = nativeAddon()): Batcher {
     const filled = fillBatcherOptions(options);
-    return new Batcher(bindingOf(addon), filled);
+    const onExecuted = options.onExecuted;
+    if (onExecuted !== undefined && typeof onExecuted !== 'function') throw invalid('Batcher.create', 'onExecuted', 'a function', onExecuted);
+    return new Batcher(bindingOf(addon), filled, onExecuted);
+  }
+
+  /**
+   * Sends batches sealed from now on to `executor`, run natively, delivered
+   * through onExecuted; `undefined` sends them to onBatch again. The
+   * executor must take the model's inputs (same names, in order) and batch
+   * the same way: the executor's maxBatchSize at least the batcher's. A
+   * batcher with maxBatchSize 0 (one request per batch, shapes as sent) may
+   * feed an executor that batches: each request's leading dimension is then
+   * the executor's rows. Throws NativeError (FAILED_PRECONDITION once stopped
+   * or for a closed executor) or TypeError for a mismatch.
+   */
+  setTarget(executor: Executor | undefined): void {
+    if (executor !== undefined) {
+      const where = 'setTarget';
+      const names = this.#options.inputs.map((input) => input.name);
+      const theirs = executor.inputs.map((input) => input.name);
+      if (theirs.join('\0') !== names.join('\0')) throw invalid(where, 'executor inputs', `[${names.join(', ')}]`, `[${theirs.join(', ')}]`);
+      const mine = this.#options.maxBatchSize;
+      if (mine > 0 && executor.maxBatchSize < mine) {
+        throw invalid(where, 'executor maxBatchSize', `at least ${mine}`, executor.maxBatchSize);
+      }
+    }
+    unwrapNative(this.#binding.batcherSetTarget(this.#id, executor?.id ?? 0), 'setTarget', this.setTarget);
+    if (executor !== undefined) this.#outputNames = executor.outputs.map((output) => output.name);
   }
 
   /** True once stop() was called. */
@@ -273,6 +317,9 @@ export class Batcher {
       case 'batch':
         this.#deliver(event);
         break;
+      case 'executed':
+        this.#deliverExecuted(event);
+        break;
       case 'rejected':
         for (const request of event.requests) this.#reject(request);
         break;
@@ -300,6 +347,38 @@ export class Batcher {
     event.requests.forEach((request, i) => {
       const { rowOffset, rows, queueNs, sequence } = batch.requests[i] ?? request;
       this.#take(request.id)?.resolve({ batch, rowOffset, rows, queueNs, sequence });
+    });
+  }
+
+  #deliverExecuted(event: RawExecutedEvent): void {
+    const names = this.#options.inputs.map((input) => input.name);
+    const batch = new Batch(this.#binding, this.#id, event, names);
+    let result: ExecutedResult;
+    if (event.ok) {
+      const outputNames = this.#outputNames ?? [];
+      const outputs = event.outputs.map(({ blockId, bytes, shape }, i) => ({
+        name: outputNames[i] ?? String(i),
+        blockId,
+        bytes,
+        shape,
+        view: () => batch.view(names.length + i),
+      }));
+      result = { ok: true, outputs, timing: event.timing };
+    } else {
+      const code = event.code === 'OK' ? 'INTERNAL' : event.code;
+      result = { ok: false, failure: event.failure, code, message: event.message };
+    }
+    try {
+      this.#onExecuted(batch, result);
+    } catch (error) {
+      // The instance is idle already (natively); only the memory goes back.
+      batch.release();
+      for (const request of event.requests) this.#take(request.id)?.reject(error as Error);
+      return;
+    }
+    event.requests.forEach((request, i) => {
+      const { rowOffset, rows, queueNs, sequence } = batch.requests[i] ?? request;
+      this.#take(request.id)?.resolve({ batch, rowOffset, rows, queueNs, sequence, executed: result });
     });
   }
 

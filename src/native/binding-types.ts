@@ -8,6 +8,10 @@ export interface RawDeviceInfo {
   readonly name: string;
   readonly totalBytes: number;
   readonly freeBytes: number;
+  /** CUDA: the ordinal asked for; host: -1. */
+  readonly ordinal: number;
+  /** CUDA: NVML's UUID form ("GPU-..."); host: ''. */
+  readonly uuid: string;
 }
 
 export interface RawBuildInfo {
@@ -27,7 +31,8 @@ export interface NativeBinding {
   version(): string;
   buildInfo(): RawBuildInfo;
   envInfo(): RawEnvInfo;
-  deviceInfo(): NativeResult<RawDeviceInfo>;
+  deviceInfo(ordinal?: number): NativeResult<RawDeviceInfo>;
+  gpuUtilization(uuid: string): NativeResult<number>;
 }
 
 /** Export names the loader requires before it accepts a file as the addon. */
@@ -36,4 +41,5 @@ export const requiredExports: readonly (keyof NativeBinding)[] = [
   'buildInfo',
   'envInfo',
   'deviceInfo',
+  'gpuUtilization',
 ];

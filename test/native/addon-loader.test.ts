@@ -54,8 +54,11 @@ describe.each(addonBuilds)('$kind build', (build) => {
 
   it.skipIf(!build.present)('reports a consistent device', () => {
     const addon = loadAddon({ path: build.path });
-    const device = deviceInfo(addon);
-    expect(Object.keys(device).sort()).toEqual(['backend', 'freeBytes', 'name', 'totalBytes']);
+    const device = deviceInfo(0, addon);
+    expect(Object.keys(device).sort()).toEqual(['backend', 'freeBytes', 'name', 'ordinal', 'totalBytes', 'uuid']);
+    // A CUDA device has an NVML-style UUID; the host backend has none.
+    if (device.backend === 'cuda') expect(device.uuid).toMatch(/^GPU-[0-9a-f]{8}-/);
+    else expect(device).toMatchObject({ ordinal: -1, uuid: '' });
     expect(Number.isSafeInteger(device.totalBytes)).toBe(true);
     expect(Number.isSafeInteger(device.freeBytes)).toBe(true);
     expect(device.totalBytes).toBeGreaterThan(0);
@@ -142,7 +145,7 @@ describe('load failures', () => {
     const other = path.join(scratch, 'other.js');
     writeFileSync(other, 'module.exports = { version: () => "0.0.0" };');
     expect(() => loadAddon({ path: other })).toThrowError(
-      /not a hotpath_native addon \(missing exports: buildInfo, envInfo, deviceInfo\)/,
+      /not a hotpath_native addon \(missing exports: buildInfo, envInfo, deviceInfo, gpuUtilization\)/,
     );
   });
 
@@ -150,7 +153,7 @@ describe('load failures', () => {
     const stale = path.join(scratch, 'stale.js');
     writeFileSync(
       stale,
-      'module.exports = { version: () => "0.0.1", buildInfo() {}, envInfo() {}, deviceInfo() {} };',
+      'module.exports = { version: () => "0.0.1", buildInfo() {}, envInfo() {}, deviceInfo() {}, gpuUtilization() {} };',
     );
     expect(() => loadAddon({ path: stale })).toThrowError(
       `stale build: addon is version 0.0.1, package is ${packageVersion}`,
