@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import { createRootLogger } from './observability/logger.js';
 import {
+  DEFAULT_TENANT,
   mergeTenants,
   parseByteSize,
   parseTenantFlag,
@@ -23,6 +24,7 @@ import {
   type TenantQuota,
 } from './tenancy/tenant-config.js';
 import { HotpathServer, type PatrolSettings } from './server/hotpath-server.js';
+import type { DeviceLedgerOptions } from './tenancy/server-memory.js';
 
 const USAGE = `usage: hotpath serve --model-repository DIR [options]
 
@@ -44,7 +46,16 @@ options:
                                all tenants together (default: half the machine's memory)
   --tenant NAME:QUOTA          a tenant and its hard memory quota, e.g. ads:512MiB (repeatable);
                                models pick theirs with the config parameter 'tenant'
-  --tenants-file FILE          tenants as JSON: {"tenants": {"NAME": "QUOTA", ...}}
+  --tenants-file FILE          tenants as JSON: {"tenants": {"NAME": "QUOTA", ...}} or, with a
+                               device quota, {"tenants": {"NAME": {"quota": Q, "device_quota": Q}}}
+  --device N                   the CUDA device for the device ledger and the native executor (default 0)
+  --device-memory-capacity SIZE
+                               device ledger capacity, all tenants together (default: the device's memory)
+  --tenant-device NAME:QUOTA   a tenant's hard quota on device memory, e.g. ads:4GiB (repeatable)
+  --device-probe-interval S    after a transient device error, how often to try moving a model
+                               back from CPU to the device (default 5)
+  --device-ledger host         test hook (needs --enable-fault-injection): back the device ledger
+                               with host memory, so device quotas can be tested without a GPU
   --log-level LEVEL            trace|debug|info|warn|error|fatal|silent (default info)
   --enable-fault-injection     honour test-only fault hooks (never in production)
   --patrol-interval S          leak patrol sampling interval in seconds (default 30; 0 = off)
@@ -72,6 +83,8 @@ export interface ServeOptions {
   faultInjection: boolean;
   memoryCapacityBytes: number;
   tenants: TenantQuota[];
+  device: DeviceLedgerOptions;
+  deviceProbeIntervalMs: number;
   /** Undefined when --patrol-interval is 0. */
   patrol: PatrolSettings | undefined;
 }
@@ -99,6 +112,11 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'memory-capacity': { type: 'string' },
       tenant: { type: 'string', multiple: true, default: [] },
       'tenants-file': { type: 'string' },
+      device: { type: 'string', default: '0' },
+      'device-memory-capacity': { type: 'string' },
+      'tenant-device': { type: 'string', multiple: true, default: [] },
+      'device-probe-interval': { type: 'string', default: '5' },
+      'device-ledger': { type: 'string' },
       'patrol-interval': { type: 'string', default: '30' },
       'patrol-leak-threshold': { type: 'string', default: '500MiB' },
       'patrol-growth-rate': { type: 'string', default: '1MiB' },
@@ -126,7 +144,8 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     drainTimeoutMs: Math.round(numberFlag('--drain-timeout', values['drain-timeout'] as string, 0, 3600) * 1000),
     logLevel: level,
     faultInjection: values['enable-fault-injection'] as boolean,
-    ...memoryOptions(values['memory-capacity'], values.tenant as string[], values['tenants-file']),
+    ...memoryOptions(values),
+    deviceProbeIntervalMs: Math.round(numberFlag('--device-probe-interval', values['device-probe-interval'] as string, 0.01, 3600) * 1000),
     patrol: patrolOptions(values),
   };
 }
@@ -151,23 +170,48 @@ function patrolOptions(values: Record<string, unknown>): PatrolSettings | undefi
   };
 }
 
-function memoryOptions(
-  capacity: string | undefined,
-  tenantFlags: string[],
-  tenantsFile: string | undefined,
-): Pick<ServeOptions, 'memoryCapacityBytes' | 'tenants'> {
+function memoryOptions(values: Record<string, unknown>): Pick<ServeOptions, 'memoryCapacityBytes' | 'tenants' | 'device'> {
   try {
+    const capacity = values['memory-capacity'] as string | undefined;
     const memoryCapacityBytes = capacity === undefined
       ? Math.floor(os.totalmem() / 2)
       : parseByteSize(capacity, '--memory-capacity');
-    const tenants = mergeTenants(tenantsFile ? readTenantsFile(tenantsFile) : [], tenantFlags.map(parseTenantFlag));
+    const file = values['tenants-file'] as string | undefined;
+    const fromFile = file ? readTenantsFile(file) : { host: [], device: [] };
+    const tenants = mergeTenants(fromFile.host, (values.tenant as string[]).map((spec) => parseTenantFlag(spec)));
     const tooBig = tenants.find((t) => t.quotaBytes > memoryCapacityBytes);
     if (tooBig !== undefined) {
       throw new UsageError(
         `--tenant ${tooBig.name}: quota ${tooBig.quotaBytes} bytes exceeds the memory capacity of ${memoryCapacityBytes} bytes`,
       );
     }
-    return { memoryCapacityBytes, tenants };
+    const deviceTenants = mergeTenants(
+      fromFile.device,
+      (values['tenant-device'] as string[]).map((spec) => parseTenantFlag(spec, '--tenant-device')),
+    );
+    const missingHost = deviceTenants.find((t) => t.name !== DEFAULT_TENANT && !tenants.some((h) => h.name === t.name));
+    if (missingHost !== undefined) {
+      throw new UsageError(
+        `--tenant-device ${missingHost.name}: tenant '${missingHost.name}' has no host quota; add --tenant ${missingHost.name}:QUOTA ` +
+          '(its models also use host memory for request buffers)',
+      );
+    }
+    const deviceCapacity = values['device-memory-capacity'] as string | undefined;
+    const ledger = values['device-ledger'] as string | undefined;
+    if (ledger !== undefined && ledger !== 'host') throw new UsageError(`--device-ledger: expected 'host', got '${ledger}'`);
+    if (ledger === 'host' && !(values['enable-fault-injection'] as boolean)) {
+      throw new UsageError('--device-ledger host is a test hook: it needs --enable-fault-injection');
+    }
+    return {
+      memoryCapacityBytes,
+      tenants,
+      device: {
+        ordinal: integerFlag('--device', values.device as string, 0, 1024),
+        capacityBytes: deviceCapacity === undefined ? undefined : parseByteSize(deviceCapacity, '--device-memory-capacity'),
+        tenants: deviceTenants,
+        backend: ledger === 'host' ? 'host' : 'cuda',
+      },
+    };
   } catch (err) {
     if (err instanceof TenantConfigError) throw new UsageError(err.message);
     throw err;
@@ -222,6 +266,8 @@ async function serve(argv: string[]): Promise<void> {
     drainTimeoutMs: options.drainTimeoutMs,
     memoryCapacityBytes: options.memoryCapacityBytes,
     tenants: options.tenants,
+    device: options.device,
+    deviceProbeIntervalMs: options.deviceProbeIntervalMs,
     faultInjection: options.faultInjection,
     patrol: options.patrol,
     serverName: 'hotpath',

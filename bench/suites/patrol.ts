@@ -75,7 +75,7 @@ async function scrape(port: number): Promise<Map<string, number>> {
 
 /** The default tenant's allocated + reserved arena bytes. */
 function ledgerBytes(metrics: Map<string, number>): number {
-  return (metrics.get('hotpath_arena_allocated_bytes{tenant="default"}') ?? 0) + (metrics.get('hotpath_arena_reserved_bytes{tenant="default"}') ?? 0);
+  return (metrics.get('hotpath_arena_allocated_bytes{tenant="default",memory="host"}') ?? 0) + (metrics.get('hotpath_arena_reserved_bytes{tenant="default",memory="host"}') ?? 0);
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -17,14 +17,32 @@
  * max_batch_size > 0, without BYTES tensors (their variable-size elements
  * cannot be packed into fixed rows). Others run one request at a time.
  *
+ * Versions on the native executor always have a batcher: without
+ * `dynamic_batching` it runs in max_batch_size-0 mode (every request is its
+ * own batch, shapes as sent), so every request takes the same native path.
+ * Their sealed batches go from the batcher thread straight to the executor
+ * (`setNativeTarget`); this thread sees each batch once, executed
+ * (`onExecuted`). A batch that failed on the device is re-run here on the
+ * onnxruntime pool from its host copy, after the version moved to CPU.
+ *
  * Main thread only (the Batcher delivers batches on the thread that made it).
  */
 import type { Logger } from 'pino';
 import type { ModelDynamicBatching } from '../generated/model_config_pb.js';
 import { ModelQueuePolicy_TimeoutAction } from '../generated/model_config_pb.js';
-import { Batcher, BatcherRejection, type QueuePolicyOptions, type SealedBatch, type SealedSlice } from '../native/batcher.js';
+import { status } from '@grpc/grpc-js';
+import { ServingError } from '../common/serving-error.js';
+import {
+  Batcher,
+  BatcherRejection,
+  type ExecutedResult,
+  type QueuePolicyOptions,
+  type SealedBatch,
+  type SealedSlice,
+} from '../native/batcher.js';
+import type { Executor } from '../native/executor.js';
 import type { Block } from '../native/arena.js';
-import type { ModelVersion } from '../repository/model-version.js';
+import type { BatcherAttachment, ModelVersion } from '../repository/model-version.js';
 import type { TensorSpec } from '../server/model-signature.js';
 import { ARENA_NAME } from '../tenancy/server-memory.js';
 import { elementCount } from '../tensor/shape.js';
@@ -58,6 +76,8 @@ export interface RequestRows {
   readonly rows: number;
   /** Time queued in the batcher, ns. */
   readonly batcherQueueNs: number;
+  /** max_batch_size-0 mode: the request's outputs are the batch's, whole, with their own shapes. */
+  readonly whole: boolean;
   /** Call when the response is built: the batch's output blocks go once every request is done. */
   readonly done: () => void;
 }
@@ -69,7 +89,7 @@ export interface VersionBatcherHooks {
 }
 
 /**
- * One sealed batch in flight. Its output blocks are released exactly once:
+ * One sealed batch in flight. Its output memory is released exactly once:
  * when the run has settled and every request of the batch has built its
  * response (or learned of the failure), whichever comes last.
  */
@@ -82,9 +102,12 @@ class Execution {
   constructor(
     readonly result: Promise<BatchResult>,
     requests: number,
-    private readonly outputBlocks: readonly Block[],
+    /** Frees the outputs: arena blocks (onnxruntime) or the executed batch itself (executor). */
+    private readonly releaseOutputs: () => void,
   ) {
     this.pending = requests;
+    // Requests await `result`; this keeps a failure from counting as unhandled meanwhile.
+    result.catch(() => undefined);
   }
 
   /** The run ended (success or failure). */
@@ -102,23 +125,33 @@ class Execution {
   private releaseIfDone(): void {
     if (this.released || !this.settled || this.pending > 0) return;
     this.released = true;
-    for (const block of this.outputBlocks) block.release();
+    this.releaseOutputs();
   }
 }
 
-export class VersionBatcher {
+/** The version's dynamic batcher, when it has one (what the request path enqueues into). */
+export function batcherOf(version: ModelVersion): VersionBatcher | undefined {
+  const batcher = version.batcher;
+  return batcher instanceof VersionBatcher ? batcher : undefined;
+}
+
+export class VersionBatcher implements BatcherAttachment {
   private readonly executions = new WeakMap<SealedBatch, Execution>();
   private readonly batcher: Batcher;
   /** Set with `preserve_ordering`: answers leave in arrival order. */
   private readonly order: ResponseOrder | undefined;
 
+  /** max_batch_size-0 mode (a native version without dynamic_batching): one request per batch, shapes as sent. */
+  private readonly unbatched: boolean;
+
   private constructor(
     private readonly version: ModelVersion,
-    dynamic: ModelDynamicBatching,
+    dynamic: ModelDynamicBatching | undefined,
     private readonly hooks: VersionBatcherHooks,
   ) {
     const signature = version.signature;
-    this.order = dynamic.preserveOrdering ? new ResponseOrder() : undefined;
+    this.unbatched = dynamic === undefined || signature.maxBatchSize === 0;
+    this.order = dynamic?.preserveOrdering === true ? new ResponseOrder() : undefined;
     this.batcher = Batcher.create({
       arena: ARENA_NAME,
       tenant: version.tenant,
@@ -127,20 +160,26 @@ export class VersionBatcher {
       inputs: signature.inputs.map((spec) => ({
         name: spec.name,
         elementBytes: wireTypeInfo(spec.datatype).size,
-        dims: modelDims(spec),
+        // Unbatched mode: the full shape, its batch dimension free.
+        dims: this.unbatched && signature.maxBatchSize > 0 ? [-1, ...modelDims(spec)] : modelDims(spec),
       })),
-      maxBatchSize: signature.maxBatchSize,
-      preferredBatchSizes: dynamic.preferredBatchSize.map(Number),
-      maxQueueDelayUs: Number(dynamic.maxQueueDelayMicroseconds),
-      preserveOrdering: dynamic.preserveOrdering,
-      priorityLevels: Number(dynamic.priorityLevels),
-      ...(Number(dynamic.priorityLevels) > 0 ? { defaultPriorityLevel: Number(dynamic.defaultPriorityLevel) } : {}),
-      ...(dynamic.defaultQueuePolicy ? { defaultQueuePolicy: queuePolicy(dynamic.defaultQueuePolicy) } : {}),
-      priorityQueuePolicy: Object.fromEntries(
-        Object.entries(dynamic.priorityQueuePolicy).map(([level, policy]) => [Number(level), queuePolicy(policy)]),
-      ),
+      maxBatchSize: this.unbatched ? 0 : signature.maxBatchSize,
+      ...(dynamic === undefined
+        ? {}
+        : {
+            preferredBatchSizes: this.unbatched ? [] : dynamic.preferredBatchSize.map(Number),
+            maxQueueDelayUs: Number(dynamic.maxQueueDelayMicroseconds),
+            preserveOrdering: dynamic.preserveOrdering,
+            priorityLevels: Number(dynamic.priorityLevels),
+            ...(Number(dynamic.priorityLevels) > 0 ? { defaultPriorityLevel: Number(dynamic.defaultPriorityLevel) } : {}),
+            ...(dynamic.defaultQueuePolicy ? { defaultQueuePolicy: queuePolicy(dynamic.defaultQueuePolicy) } : {}),
+            priorityQueuePolicy: Object.fromEntries(
+              Object.entries(dynamic.priorityQueuePolicy).map(([level, policy]) => [Number(level), queuePolicy(policy)]),
+            ),
+          }),
       instances: version.instances,
-      onBatch: (batch) => this.execute(batch),
+      onBatch: (batch) => this.execute(batch, true),
+      onExecuted: (batch, result) => this.executed(batch, result),
     });
   }
 
@@ -149,6 +188,11 @@ export class VersionBatcher {
     const scheduling = version.config.schedulingChoice;
     const dynamic = scheduling.case === 'dynamicBatching' ? scheduling.value : undefined;
     const signature = version.signature;
+    if (version.native !== undefined) {
+      const batcher = new VersionBatcher(version, dynamic, hooks);
+      if (version.native.active) batcher.setNativeTarget(version.native.executor);
+      return batcher;
+    }
     if (dynamic === undefined || signature.maxBatchSize === 0) return undefined;
     const bytes = [...signature.inputs, ...signature.outputs].find((spec) => spec.datatype === 'BYTES');
     if (bytes !== undefined) {
@@ -178,9 +222,10 @@ export class VersionBatcher {
     let slice: SealedSlice;
     try {
       slice = await this.batcher.enqueue({
-        rows: request.rows,
+        rows: this.unbatched ? 1 : request.rows,
         inputs: request.inputs,
-        dims: request.dims.map((dims) => dims.slice(1)),
+        // Shapes as sent in unbatched mode; otherwise per row (the batcher adds the rows).
+        dims: request.dims.map((dims) => (this.unbatched ? [...dims] : dims.slice(1))),
         priority: request.priority,
         timeoutUs: request.timeoutUs,
         ...(request.deadlineMs !== undefined ? { deadlineMs: request.deadlineMs - Date.now() } : {}),
@@ -202,7 +247,16 @@ export class VersionBatcher {
       throw err;
     }
     await this.order?.turn(slice.sequence);
-    return { result, rowOffset: slice.rowOffset, rows: slice.rows, batcherQueueNs: slice.queueNs, done };
+    return { result, rowOffset: slice.rowOffset, rows: slice.rows, batcherQueueNs: slice.queueNs, whole: this.unbatched, done };
+  }
+
+  /**
+   * Sends sealed batches straight to `executor` from the batcher thread
+   * (undefined: back to this thread and the onnxruntime pool). Batches sealed
+   * after the call go to the new target.
+   */
+  setNativeTarget(executor: Executor | undefined): void {
+    if (!this.batcher.stopped) this.batcher.setTarget(executor);
   }
 
   stats() {
@@ -214,14 +268,62 @@ export class VersionBatcher {
     await this.batcher.stop();
   }
 
-  /** onBatch: runs a sealed batch on the pool (on this thread; must not throw late). */
-  private execute(batch: SealedBatch): void {
+  /**
+   * onExecuted: a batch the executor ran (its instance is already idle
+   * again). Success answers its requests from the output buffers; a device
+   * error moves the version to CPU and re-runs the batch on the pool; any
+   * other failure answers its requests with that error.
+   */
+  private executed(batch: SealedBatch, result: ExecutedResult): void {
+    if (result.ok) {
+      const outputs = new Map<string, BatchOutput>();
+      this.version.signature.outputs.forEach((spec, i) => {
+        const output = result.outputs[i];
+        if (output !== undefined) outputs.set(spec.name, { bytes: output.view(), dims: output.shape });
+      });
+      const timing: WorkerTiming = {
+        queueNs: 0,
+        computeInputNs: result.timing.inputNs,
+        computeInferNs: result.timing.computeNs,
+        computeOutputNs: result.timing.outputNs,
+      };
+      this.hooks.onExecuted(this.version, batch.rows, timing);
+      const execution = new Execution(Promise.resolve({ outputs, timing, rows: batch.rows }), batch.requests.length, () =>
+        batch.release(),
+      );
+      this.executions.set(batch, execution);
+      execution.runSettled();
+      return;
+    }
+    const deviceFault = result.failure === 'DEVICE_TRANSIENT' || result.failure === 'DEVICE_LOST';
+    if (deviceFault) this.version.native?.fallBack(result.failure === 'DEVICE_LOST' ? 'sticky' : 'transient', result.message);
+    // A device fault, or a batch the executor dropped because a lost device
+    // closed it (another batch's fault): the host copy is intact, so it runs
+    // on the CPU pool (started on demand) and no request fails.
+    if (deviceFault || (result.failure === 'SHUTDOWN' && this.version.native?.active === false)) {
+      this.execute(batch, false);
+      return;
+    }
+    const error = new ServingError(executedFailureStatus(result.failure), `model '${this.version.modelName}': ${result.message}`);
+    const execution = new Execution(Promise.reject(error), batch.requests.length, () => batch.release());
+    this.executions.set(batch, execution);
+    execution.runSettled();
+  }
+
+  /**
+   * onBatch: runs a sealed batch on the pool (on this thread; must not throw
+   * late). `holdsInstance`: the batch took a batcher instance that this run
+   * gives back (false for a re-run of an executed batch, whose instance the
+   * executor already gave back).
+   */
+  private execute(batch: SealedBatch, holdsInstance: boolean): void {
     const signature = this.version.signature;
     const outputBlocks: Block[] = [];
     const fetches: ArenaTensorPayload[] = [];
     let allocationFailure: unknown;
     try {
-      for (const spec of signature.outputs) {
+      // Unbatched mode: the row count is in the shapes, onnxruntime allocates the outputs.
+      for (const spec of this.unbatched ? [] : signature.outputs) {
         const dims = modelDims(spec);
         if (dims.some((dim) => dim < 0)) continue; // shape unknown until the run: onnxruntime allocates it
         const byteLength = batch.rows * elementCount(dims) * wireTypeInfo(spec.datatype).size;
@@ -269,7 +371,9 @@ export class VersionBatcher {
         return { outputs, timing: executed.timing, rows: batch.rows };
       },
     );
-    const execution = new Execution(result, batch.requests.length, outputBlocks);
+    const execution = new Execution(result, batch.requests.length, () => {
+      for (const block of outputBlocks) block.release();
+    });
     this.executions.set(batch, execution);
     // The worker held its own references while it ran: the inputs can go now,
     // and the instance is free for the next batch.
@@ -277,7 +381,7 @@ export class VersionBatcher {
       .catch(() => undefined)
       .finally(() => {
         batch.release();
-        if (!this.batcher.stopped) this.batcher.instanceIdle();
+        if (holdsInstance && !this.batcher.stopped) this.batcher.instanceIdle();
         execution.runSettled();
       });
   }
@@ -293,6 +397,20 @@ export function requestRows(output: BatchOutput, batchRows: number, rowOffset: n
     bytes: output.bytes.subarray(rowOffset * rowBytes, (rowOffset + rows) * rowBytes),
     dims: [rows, ...output.dims.slice(1)],
   };
+}
+
+/** The status of a batch the executor refused for a reason other than the device. */
+function executedFailureStatus(failure: string): status {
+  switch (failure) {
+    case 'INVALID':
+      return status.INVALID_ARGUMENT;
+    case 'RESOURCE_EXHAUSTED':
+      return status.RESOURCE_EXHAUSTED;
+    case 'SHUTDOWN':
+      return status.UNAVAILABLE;
+    default:
+      return status.INTERNAL;
+  }
 }
 
 /** The shape the model itself sees per row: `reshape` when the config has one. */

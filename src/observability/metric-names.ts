@@ -41,7 +41,15 @@ export const METRIC = {
   patrolRestarts: 'hotpath_patrol_restarts_total',
   modelDegraded: 'hotpath_model_degraded',
 
-  // Per-tenant arena gauges: registered once an arena statistics source is attached.
+  // Triton's GPU gauges (label gpu_uuid); series only with a CUDA device.
+  gpuMemoryTotalBytes: 'nv_gpu_memory_total_bytes',
+  gpuMemoryUsedBytes: 'nv_gpu_memory_used_bytes',
+  gpuUtilization: 'nv_gpu_utilization',
+  // A model on the native executor moved to onnxruntime on CPU after a device error.
+  deviceFallbacks: 'hotpath_model_device_fallbacks_total',
+
+  // Per-tenant arena gauges (labels tenant, memory="host|device"): registered
+  // once an arena statistics source is attached.
   arenaAllocatedBytes: 'hotpath_arena_allocated_bytes',
   arenaReservedBytes: 'hotpath_arena_reserved_bytes',
   arenaQuotaBytes: 'hotpath_arena_quota_bytes',
@@ -56,7 +64,14 @@ export const LABEL = {
   tenant: 'tenant',
   reason: 'reason',
   kind: 'kind',
+  /** 'host' or 'device': which memory ledger a per-tenant arena figure belongs to. */
+  memory: 'memory',
+  gpuUuid: 'gpu_uuid',
 } as const;
+
+/** Why a model left the device: a transient device error (it comes back) or a lost device. */
+export const DEVICE_FALLBACK_REASONS = ['device_error', 'device_lost'] as const;
+export type DeviceFallbackReason = (typeof DEVICE_FALLBACK_REASONS)[number];
 
 /**
  * Triton's failure reasons: REJECTED (refused before execution: invalid input,

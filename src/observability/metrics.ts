@@ -22,9 +22,13 @@ import {
   LABEL,
   LATENCY_BUCKETS_MS,
   METRIC,
+  type DeviceFallbackReason,
 } from './metric-names.js';
 import type { StatisticsSnapshot } from '../repository/inference-statistics.js';
 import type { PatrolReason } from '../patrol/patrol-policy.js';
+import type { GpuMemoryStats, TenantMemoryStats } from './memory-stats.js';
+
+export type { GpuMemoryStats, Ledger, TenantMemoryStats } from './memory-stats.js';
 
 export interface MetricsSources {
   /** Every loaded version (READY or UNLOADING). */
@@ -33,18 +37,10 @@ export interface MetricsSources {
   readonly inflightRequests: () => number;
 }
 
-/** One tenant's arena figures, as the native ledger will report them. */
-export interface TenantMemoryStats {
-  readonly tenant: string;
-  readonly allocatedBytes: number;
-  readonly reservedBytes: number;
-  readonly quotaBytes: number;
-  readonly evictions: number;
-  /** Keys are FRAGMENTATION_KINDS; ratios in 0..1. */
-  readonly fragmentation: Readonly<Record<(typeof FRAGMENTATION_KINDS)[number], number>>;
-}
-
 export type TenantMemorySource = () => readonly TenantMemoryStats[];
+
+/** Read at scrape time; undefined when the server has no CUDA device. */
+export type GpuSource = () => GpuMemoryStats | undefined;
 
 const VERSION_LABELS = [LABEL.model, LABEL.version] as const;
 const TENANT_LABELS = [LABEL.model, LABEL.version, LABEL.tenant] as const;
@@ -59,6 +55,7 @@ export class ServerMetrics {
   private readonly batchSize: Histogram<string>;
   private tenantMemory: TenantMemorySource | undefined;
   private readonly patrolRestarts: Counter<string>;
+  private readonly deviceFallbacks: Counter<string>;
 
   constructor(private readonly sources: MetricsSources) {
     collectDefaultMetrics({ register: this.registry });
@@ -76,6 +73,13 @@ export class ServerMetrics {
     this.patrolRestarts = new Counter({
       name: METRIC.patrolRestarts,
       help: 'Worker pool restarts by the leak patrol, by model and reason.',
+      labelNames: [LABEL.model, LABEL.reason],
+      registers: [this.registry],
+    });
+    // Pushed (rarely) when a device error moves a model to CPU; reason is a bounded enum.
+    this.deviceFallbacks = new Counter({
+      name: METRIC.deviceFallbacks,
+      help: 'Moves of a model from the native executor to onnxruntime on CPU after a device error, by model and reason.',
       labelNames: [LABEL.model, LABEL.reason],
       registers: [this.registry],
     });
@@ -126,11 +130,11 @@ export class ServerMetrics {
       new Gauge({
         name,
         help,
-        labelNames: [LABEL.tenant],
+        labelNames: [LABEL.tenant, LABEL.memory],
         registers: [this.registry],
         collect() {
           this.reset();
-          for (const stats of source()) this.set({ tenant: stats.tenant }, value(stats));
+          for (const stats of source()) this.set({ tenant: stats.tenant, memory: stats.memory }, value(stats));
         },
       });
     gauge(METRIC.arenaAllocatedBytes, 'Bytes allocated to the tenant in the arena.', (s) => s.allocatedBytes);
@@ -139,25 +143,67 @@ export class ServerMetrics {
     new Counter({
       name: METRIC.arenaEvictions,
       help: 'Evictions of the tenant\'s evictable entries.',
-      labelNames: [LABEL.tenant],
+      labelNames: [LABEL.tenant, LABEL.memory],
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const stats of source()) this.inc({ tenant: stats.tenant }, stats.evictions);
+        for (const stats of source()) this.inc({ tenant: stats.tenant, memory: stats.memory }, stats.evictions);
       },
     });
     new Gauge({
       name: METRIC.arenaFragmentation,
       help: 'Arena fragmentation of the tenant, reported three ways (kind).',
-      labelNames: [LABEL.tenant, LABEL.kind],
+      labelNames: [LABEL.tenant, LABEL.memory, LABEL.kind],
       registers: [this.registry],
       collect() {
         this.reset();
         for (const stats of source()) {
-          for (const kind of FRAGMENTATION_KINDS) this.set({ tenant: stats.tenant, kind }, stats.fragmentation[kind]);
+          for (const kind of FRAGMENTATION_KINDS) {
+            this.set({ tenant: stats.tenant, memory: stats.memory, kind }, stats.fragmentation[kind]);
+          }
         }
       },
     });
+  }
+
+  /**
+   * Attaches the GPU's figures (Triton's nv_gpu_* names, label gpu_uuid), read
+   * at scrape time. Without a CUDA device the source answers undefined and the
+   * gauges have no series; without NVML there is no utilisation series.
+   */
+  setGpuSource(source: GpuSource): void {
+    let sample: GpuMemoryStats | undefined;
+    let sampledAt = -Infinity;
+    // One device query per scrape, shared by the three gauges.
+    const read = () => {
+      const now = performance.now();
+      if (now - sampledAt > 100) {
+        sample = source();
+        sampledAt = now;
+      }
+      return sample;
+    };
+    const gauge = (name: string, help: string, value: (stats: GpuMemoryStats) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: [LABEL.gpuUuid],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          const stats = read();
+          const v = stats === undefined ? undefined : value(stats);
+          if (stats !== undefined && v !== undefined) this.set({ gpu_uuid: stats.uuid }, v);
+        },
+      });
+    gauge(METRIC.gpuMemoryTotalBytes, 'GPU total memory, in bytes.', (s) => s.totalBytes);
+    gauge(METRIC.gpuMemoryUsedBytes, 'GPU used memory, in bytes (all processes).', (s) => s.usedBytes);
+    gauge(METRIC.gpuUtilization, 'GPU utilization rate [0.0 - 1.0] (NVML).', (s) => s.utilization);
+  }
+
+  /** A model moved from the device to onnxruntime on CPU. */
+  countDeviceFallback(model: string, reason: DeviceFallbackReason): void {
+    this.deviceFallbacks.inc({ model, reason });
   }
 
   private defineVersionCounters(): void {

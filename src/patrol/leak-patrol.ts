@@ -14,6 +14,13 @@
  * memory against the ledger are sampled as evidence only: they move with GC
  * and other models too much to attribute to one generation.
  *
+ * A version on the native executor has no worker generation: the patrol reads
+ * the bytes its executor holds in the device ledger (the host ledger without a
+ * device) instead. The executor allocates only at load, so any growth over the
+ * first sample is a leak; the executor cannot be swapped like a pool, so such
+ * a version is marked degraded (it keeps serving) and the log carries the
+ * evidence.
+ *
  * The loop never overlaps itself (one setTimeout after each tick), its timer
  * is unref()ed so it never keeps the process alive, and `stop()` (on drain)
  * waits for the tick in progress. Main thread only.
@@ -62,6 +69,8 @@ interface VersionWatch {
 export class LeakPatrol {
   private readonly log: Logger;
   private readonly watches = new WeakMap<ModelVersion, VersionWatch>();
+  /** Executor ledger bytes at the first sample of each native version. */
+  private readonly nativeBaselines = new WeakMap<ModelVersion, number>();
   private readonly policy: RestartPolicy;
   private timer: NodeJS.Timeout | undefined;
   private tick: Promise<void> | undefined;
@@ -117,7 +126,34 @@ export class LeakPatrol {
     await Promise.all(versions.map((version) => this.sampleVersion(version)));
   }
 
+  private sampleNative(version: ModelVersion): void {
+    const bytes = version.memory.executorBytes();
+    const baseline = this.nativeBaselines.get(version);
+    if (baseline === undefined) {
+      this.nativeBaselines.set(version, bytes);
+      return;
+    }
+    if (bytes - baseline <= this.options.leakThresholdBytes) return;
+    version.markDegraded(`degraded: the native executor's ledger bytes grew from ${baseline} to ${bytes}`);
+    this.log.error(
+      {
+        model: version.modelName,
+        model_version: version.versionLabel,
+        tenant: version.tenant,
+        executor_bytes: bytes,
+        baseline_bytes: baseline,
+        threshold: this.options.leakThresholdBytes,
+        ...this.deviceEvidence(),
+      },
+      'native executor memory grew after load: model marked degraded',
+    );
+  }
+
   private async sampleVersion(version: ModelVersion): Promise<void> {
+    if (version.native?.active === true) {
+      this.sampleNative(version);
+      return;
+    }
     // A busy worker answers between tasks; one that misses a whole interval is left out.
     const workers = await version.workerStats(Math.max(50, this.options.intervalMs));
     if (workers.length === 0 || this.stopped || version.isRestarting) return;

@@ -131,7 +131,7 @@ const SUPPORTED_MODEL_FIELDS = new Set([
   'instance_group', 'dynamic_batching', 'model_warmup', 'parameters', 'default_model_filename',
 ]);
 const SUPPORTED_TENSOR_FIELDS = new Set(['name', 'data_type', 'dims', 'reshape']);
-const SUPPORTED_INSTANCE_GROUP_FIELDS = new Set(['count', 'kind', 'name']);
+const SUPPORTED_INSTANCE_GROUP_FIELDS = new Set(['count', 'kind', 'name', 'gpus']);
 
 function unsupportedFieldWarnings(config: ModelConfig, text: string, file: string): string[] {
   const warnings: string[] = [];
@@ -291,6 +291,11 @@ function normaliseInstanceGroups(config: ModelConfig, file: string, fail: Fail):
     // proto3 cannot tell "count: 0" from absent; Triton treats both as 1.
     if (group.count === 0) group.count = 1;
     if (group.count < 0) fail(`${what}: count: expected >= 1, got ${group.count}`);
+    const badGpu = group.gpus.find((gpu) => gpu < 0);
+    if (badGpu !== undefined) fail(`${what}: gpus: expected device ordinals >= 0, got ${badGpu}`);
+    if (group.gpus.length > 0 && group.kind !== ModelInstanceGroup_Kind.GPU) {
+      warnings.push(`${file}: ${what} '${group.name}' lists gpus but is not KIND_GPU; gpus is ignored`);
+    }
     switch (group.kind) {
       case ModelInstanceGroup_Kind.AUTO:
         // Triton resolves AUTO to CPU on a host without GPUs, as hotpath always is for ORT.
@@ -299,10 +304,8 @@ function normaliseInstanceGroups(config: ModelConfig, file: string, fail: Fail):
       case ModelInstanceGroup_Kind.CPU:
         break;
       case ModelInstanceGroup_Kind.GPU:
-        warnings.push(
-          `${file}: ${what} '${group.name}' asks for KIND_GPU; onnxruntime runs on CPU in this build, so its ` +
-            `${group.count} instance(s) run on CPU`,
-        );
+        // Where it runs (the native executor on the device, or onnxruntime on
+        // CPU with the reason) is decided at load: repository/native-loader.ts.
         break;
       default:
         fail(

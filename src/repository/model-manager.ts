@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { DataType, type ModelConfig } from '../generated/model_config_pb.js';
+import type { ModelConfig } from '../generated/model_config_pb.js';
 import { status } from '@grpc/grpc-js';
 import { invalidArgument, notFound, unavailable, ServingError, internal } from '../common/serving-error.js';
 import { Semaphore } from '../common/semaphore.js';
@@ -19,10 +19,8 @@ import { ARENA_NAME, type ServerMemory } from '../tenancy/server-memory.js';
 import { DEFAULT_TENANT, parseByteSize } from '../tenancy/tenant-config.js';
 import { ModelPool } from '../workers/model-pool.js';
 import { createSessionCreationLock } from '../workers/session-footprint.js';
-import type { ModelIoDescription } from '../workers/worker-protocol.js';
 import type { Owner } from '../native/arena.js';
-import { completeModelConfig, type TensorInfo } from './config-autocomplete.js';
-import { ortTypeToDataType } from './datatypes.js';
+import { completeModelConfig } from './config-autocomplete.js';
 import { ModelConfigError, parseModelConfigText, validateModelConfig } from './model-config.js';
 import { GoldenCheckError, loadGoldenCases, runGoldenChecks } from './golden-check.js';
 import { ModelVersion } from './model-version.js';
@@ -31,6 +29,10 @@ import { VersionMemory } from './version-memory.js';
 import { VersionBatcher, type VersionBatcherHooks } from '../batching/version-batcher.js';
 import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
 import { leakFault } from './fault-parameters.js';
+import { toTensorInfo } from './tensor-info.js';
+import { loadNativeVersion, selectExecutor } from './native-loader.js';
+import type { DeviceHealth } from '../executor/device-health.js';
+import type { DeviceFallbackReason } from '../observability/metric-names.js';
 
 export interface ModelManagerOptions {
   readonly repository: string;
@@ -48,6 +50,12 @@ export interface ModelManagerOptions {
   readonly logger: Logger;
   /** Called after any model's readiness may have changed (health endpoints follow it). */
   readonly onStateChange?: () => void;
+  /** Whether the CUDA device still works (a sticky error moves every executor model to CPU). */
+  readonly deviceHealth: DeviceHealth;
+  /** After a transient device error, how often a model on CPU probes the device. */
+  readonly deviceProbeIntervalMs: number;
+  /** A version moved from the executor to CPU (metrics). */
+  readonly onDeviceFallback?: (version: ModelVersion, reason: DeviceFallbackReason, detail: string) => void;
 }
 
 /** Triton's repository index states. */
@@ -58,6 +66,10 @@ export interface ModelIndexEntry {
   readonly version: string;
   readonly state: ModelState;
   readonly reason: string;
+  /** Where the version's batches run now ('native-cuda', 'native-host', 'onnxruntime'); absent without a loaded version. */
+  readonly executor?: string;
+  /** Why it runs on onnxruntime although the executor was asked for. */
+  readonly executorReason?: string;
 }
 
 const MODEL_FILENAME = 'model.onnx';
@@ -267,7 +279,16 @@ export class ModelManager {
       const versions = record ? [...record.versions.values()].sort((a, b) => a.version - b.version) : [];
       const loading = (record?.loading ?? []).filter((v) => !record?.versions.has(v.version));
       for (const v of [...versions, ...loading]) {
-        entries.push({ name, version: v.versionLabel, state: v.state, reason: v.reason });
+        const executorReason = v.executorReason;
+        entries.push({
+          name,
+          version: v.versionLabel,
+          state: v.state,
+          // A READY version on CPU after a device error says so in the index too.
+          reason: v.reason || executorReason,
+          executor: v.executorKind,
+          ...(executorReason ? { executorReason } : {}),
+        });
       }
       if (versions.length === 0 && loading.length === 0) {
         entries.push({
@@ -379,45 +400,72 @@ export class ModelManager {
         const modelPath = path.join(modelDir, String(version), config?.defaultModelFilename || MODEL_FILENAME);
         const instances = instanceCount(config);
         const fileBytes = (await stat(modelPath)).size;
-        const declared = declaredFootprint(config, path.join(modelDir, CONFIG_FILENAME));
+        const file = path.join(modelDir, CONFIG_FILENAME);
+        const tenant = modelTenant(config);
+        const leak = leakFault(config, this.options.faultInjection, file);
+        const log = this.log;
+        // The same options for every generation: the first here, later ones on restart or on demand.
+        const createPool = (generation: number, owner: Owner) =>
+          ModelPool.create({
+            modelPath,
+            instances,
+            intraOpThreads: intraOpThreads(config, this.options.intraOpThreads),
+            faultInjection: this.options.faultInjection,
+            footprintLock: this.footprintLock,
+            footprintFloorBytes: fileBytes,
+            arenaName: ARENA_NAME,
+            generation,
+            generationOwnerId: owner.id,
+            tenant,
+            leakFault: leak,
+            logger: log,
+          });
+        const startPool = async (generation: number, owner: Owner) => (await createPool(generation, owner)).pool;
+        const selection = selectExecutor(config, this.options.memory, file, this.options.deviceHealth.lost);
+        let note = selection.note;
+        if (selection.native && config !== undefined) {
+          const loaded = await loadNativeVersion(
+            { name, version, config, modelPath, file, tenant, instances, selection, startPool },
+            {
+              memory: this.options.memory,
+              deviceHealth: this.options.deviceHealth,
+              probeIntervalMs: this.options.deviceProbeIntervalMs,
+              logger: this.log,
+              onDeviceFallback: this.options.onDeviceFallback,
+              onStateChange: this.options.onStateChange,
+            },
+          );
+          if ('version' in loaded) {
+            config = loaded.version.config;
+            versions.push(loaded.version);
+            record.loading = [...versions];
+            continue;
+          }
+          note = loaded.note;
+        }
+        const declared = declaredFootprint(config, file);
         // Charged before any worker starts, so a model that cannot fit costs nothing.
         const memory = VersionMemory.forLoad(this.options.memory, {
-          tenant: modelTenant(config),
+          tenant,
           model: name,
           version,
           estimateBytes: declared ?? fileBytes * instances,
           onEvict: () => this.evict(name, version),
         });
-        const file = path.join(modelDir, CONFIG_FILENAME);
         let pool: ModelPool | undefined;
         try {
-          const leak = leakFault(config, this.options.faultInjection, file);
-          const tenant = modelTenant(config);
-          const log = this.log;
-          // The same options for every generation: the first here, later ones on restart.
-          const createPool = (generation: number, owner: Owner) =>
-            ModelPool.create({
-              modelPath,
-              instances,
-              intraOpThreads: intraOpThreads(config, this.options.intraOpThreads),
-              faultInjection: this.options.faultInjection,
-              footprintLock: this.footprintLock,
-              footprintFloorBytes: fileBytes,
-              arenaName: ARENA_NAME,
-              generation,
-              generationOwnerId: owner.id,
-              tenant,
-              leakFault: leak,
-              logger: log,
-            });
-          const startPool = async (generation: number, owner: Owner) => (await createPool(generation, owner)).pool;
           const owner = memory.createGenerationOwner(1);
           const created = await createPool(1, owner);
           pool = created.pool;
           config = completeModelConfig(config, name, toTensorInfo(created.io), { file });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
-          versions.push(new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool));
+          const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances);
+          if (note !== '') {
+            loaded.setExecutorNote(note);
+            this.log.warn({ model: name, model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');
+          }
+          versions.push(loaded);
           record.loading = [...versions];
         } catch (err) {
           await pool?.close();
@@ -553,14 +601,4 @@ function intraOpThreads(config: ModelConfig | undefined, fallback: number): numb
   const value = config?.parameters['intra_op_thread_count']?.stringValue;
   const parsed = value === undefined ? NaN : Number(value);
   return Number.isInteger(parsed) && parsed > 0 ? parsed : fallback;
-}
-
-function toTensorInfo(io: ModelIoDescription): { inputs: TensorInfo[]; outputs: TensorInfo[] } {
-  const convert = (t: ModelIoDescription['inputs'][number]): TensorInfo => ({
-    name: t.name,
-    // A type outside Triton's set (e.g. a sequence or map output) fails validation by name.
-    dataType: ortTypeToDataType(t.type) ?? DataType.TYPE_INVALID,
-    shape: [...t.shape],
-  });
-  return { inputs: io.inputs.map(convert), outputs: io.outputs.map(convert) };
 }

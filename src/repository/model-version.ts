@@ -12,18 +12,39 @@
  * (`restartWorkers`, used by the leak patrol). Each generation has its own
  * arena owner under the version's; dispatch reads the current generation once
  * per task, so the switch is atomic for the single-threaded main loop.
+ *
+ * Native executor: a version selected for the executor (KIND_GPU on a usable
+ * device, or parameter `executor: native`) has a VersionExecutor and no pool
+ * at load. Its batches go natively from the batcher to the executor; its
+ * warm-up, golden checks and direct runs go through `run`. When the executor
+ * moves the version to CPU (a device error), the onnxruntime pool is started
+ * and warmed on demand with the load's warm-up plan, and the work that failed
+ * re-runs there; when the device comes back the pool is retired again.
  */
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import { signatureFromConfig, type ModelSignature } from '../server/model-signature.js';
 import type { ModelPool, WarmupReport } from '../workers/model-pool.js';
-import type { InferResult, InferTask, WarmupPlan } from '../workers/worker-protocol.js';
+import { epochMs, type InferResult, type InferTask, type WarmupPlan } from '../workers/worker-protocol.js';
 import { InferenceStatistics } from './inference-statistics.js';
-import type { VersionBatcher } from '../batching/version-batcher.js';
+import type { Executor } from '../native/executor.js';
 import type { VersionMemory } from './version-memory.js';
 import type { Owner } from '../native/arena.js';
 import type { WorkerStats } from '../workers/model-pool.js';
+import { DeviceFaultError, type ExecutorKind, type VersionExecutor } from '../executor/version-executor.js';
 
 export type VersionState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
+
+/**
+ * What a version needs of its dynamic batcher (batching/version-batcher.ts;
+ * `batcherOf(version)` there gives the full one to the request path). An
+ * interface here, so the version and the batcher do not import each other.
+ */
+export interface BatcherAttachment {
+  /** Pending requests get UNAVAILABLE; called once nothing is admitted any more. */
+  stop(): Promise<void>;
+  /** Sends sealed batches to the executor natively (undefined: to the onnxruntime pool). */
+  setNativeTarget(executor: Executor | undefined): void;
+}
 
 /** One pool of workers and the arena owner its workers allocate under. */
 export interface WorkerGeneration {
@@ -61,9 +82,16 @@ export class ModelVersion {
   private requests = 0;
   private drained: (() => void) | undefined;
   /** Set when the version batches dynamically (see batching/version-batcher.ts). */
-  private batcherValue: VersionBatcher | undefined;
-  /** The generation new tasks go to. */
-  private current: WorkerGeneration;
+  private batcherValue: BatcherAttachment | undefined;
+  /** The generation new tasks go to; undefined while a native version runs on its executor. */
+  private current: WorkerGeneration | undefined;
+  /** A CPU pool being started on demand (native versions), shared by the tasks that wait for it. */
+  private poolStarting: Promise<WorkerGeneration> | undefined;
+  private nextGeneration = 2;
+  /** Set for a version selected for the native executor. */
+  private nativeValue: VersionExecutor | undefined;
+  /** Why the version runs on onnxruntime although the executor was asked for ('' otherwise). */
+  private executorNoteValue = '';
   /** The plan every worker ran at load; a new generation runs the same. */
   private plan: WarmupPlan | undefined;
   private restarting: Promise<RestartReport> | undefined;
@@ -73,32 +101,104 @@ export class ModelVersion {
     readonly modelName: string,
     readonly version: number,
     readonly config: ModelConfig,
-    first: WorkerGeneration,
+    first: WorkerGeneration | undefined,
     /** This version's share of the memory ledger; destroyed with the version. */
     readonly memory: VersionMemory,
     private readonly startPool: PoolStarter,
+    /** Instances (instance_group counts): pool workers, or executor instance threads. */
+    private readonly instanceCount: number,
   ) {
     this.signature = signatureFromConfig(config);
     this.current = first;
   }
 
-  private get pool(): ModelPool {
-    return this.current.pool;
+  private get pool(): ModelPool | undefined {
+    return this.current?.pool;
   }
 
-  /** The generation serving now and its live worker thread ids. */
+  /** The native executor of this version, when it was selected for one. */
+  get native(): VersionExecutor | undefined {
+    return this.nativeValue;
+  }
+
+  /** Attaches the executor (before warm-up); `note` says why the executor is not used when it is not. */
+  attachNative(native: VersionExecutor): void {
+    this.nativeValue = native;
+  }
+
+  /** Records why the version runs on onnxruntime although the executor was asked for. */
+  setExecutorNote(note: string): void {
+    this.executorNoteValue = note;
+  }
+
+  /** Where the version's batches run now (/healthz). */
+  get executorKind(): ExecutorKind {
+    return this.nativeValue?.kind ?? 'onnxruntime';
+  }
+
+  /** Why the version is not on the native executor when it was asked for ('' otherwise). */
+  get executorReason(): string {
+    return this.nativeValue?.reason || this.executorNoteValue;
+  }
+
+  /** The generation serving now and its live worker thread ids (number 0, no threads: on the executor). */
   get generation(): { readonly number: number; readonly threadIds: readonly number[] } {
-    return { number: this.current.number, threadIds: this.pool.threadIds };
+    return { number: this.current?.number ?? 0, threadIds: this.pool?.threadIds ?? [] };
   }
 
   /** Bytes the current generation's owner holds in the arena (the ledger's own count). */
   get generationArenaBytes(): number {
-    return this.memory.generationBytes(this.current.owner);
+    return this.current === undefined ? 0 : this.memory.generationBytes(this.current.owner);
   }
 
-  /** Memory figures of the current generation's workers (see ModelPool.workerStats). */
+  /** Memory figures of the current generation's workers (see ModelPool.workerStats); none on the executor. */
   workerStats(timeoutMs: number): Promise<WorkerStats[]> {
-    return this.pool.workerStats(timeoutMs);
+    return this.pool?.workerStats(timeoutMs) ?? Promise.resolve([]);
+  }
+
+  /**
+   * The onnxruntime pool, started and warmed with the load's plan on first
+   * need (a native version that moved to CPU). Concurrent callers share one start.
+   */
+  private ensurePool(): Promise<ModelPool> {
+    if (this.current !== undefined) return Promise.resolve(this.current.pool);
+    this.poolStarting ??= this.startOnDemand().finally(() => {
+      this.poolStarting = undefined;
+    });
+    return this.poolStarting.then((generation) => generation.pool);
+  }
+
+  private async startOnDemand(): Promise<WorkerGeneration> {
+    const number = this.nextGeneration++;
+    const owner = this.memory.createGenerationOwner(number);
+    let pool: ModelPool | undefined;
+    try {
+      pool = await this.startPool(number, owner);
+      await pool.warmUp(this.plan ?? { samples: [], delayMs: 0 });
+    } catch (err) {
+      await pool?.close();
+      this.memory.destroyGenerationOwner(owner);
+      throw err;
+    }
+    // Charged best-effort: the requests waiting for this pool must not fail on it.
+    try {
+      this.memory.chargeFootprint(pool.footprintBytes);
+    } catch {
+      // Over the host quota: the pool still serves; the patrol and metrics show the usage.
+    }
+    this.current = { number, owner, pool };
+    return this.current;
+  }
+
+  /** A native version is back on its executor: the CPU pool finishes its tasks and goes, with its host footprint. */
+  async retireCpuPool(): Promise<void> {
+    await this.poolStarting?.catch(() => undefined);
+    const old = this.current;
+    if (old === undefined || this.nativeValue?.active !== true) return;
+    this.current = undefined;
+    await old.pool.close();
+    this.memory.destroyGenerationOwner(old.owner);
+    this.memory.releaseFootprint();
   }
 
   get isRestarting(): boolean {
@@ -127,6 +227,7 @@ export class ModelVersion {
    */
   restartWorkers(reason: string): Promise<RestartReport> {
     if (this.stateValue !== 'READY') return Promise.reject(new Error(`version is ${this.stateValue}, not READY`));
+    if (this.current === undefined) return Promise.reject(new Error('version runs on the native executor: it has no worker pool'));
     this.restarting ??= this.restartNow(reason).finally(() => {
       this.restarting = undefined;
     });
@@ -136,7 +237,8 @@ export class ModelVersion {
   private async restartNow(_reason: string): Promise<RestartReport> {
     const started = performance.now();
     const old = this.current;
-    const number = old.number + 1;
+    if (old === undefined) throw new Error('version runs on the native executor: it has no worker pool');
+    const number = Math.max(old.number + 1, this.nextGeneration++);
     const owner = this.memory.createGenerationOwner(number);
     let pool: ModelPool | undefined;
     try {
@@ -154,6 +256,12 @@ export class ModelVersion {
       throw new Error(`version became ${this.stateValue} during the restart`);
     }
     const oldThreadIds = old.pool.threadIds;
+    if (this.current !== old) {
+      // Retired meanwhile (the version went back to its executor): never switch to it.
+      await pool.close();
+      this.memory.destroyGenerationOwner(owner);
+      throw new Error('the worker pool was retired during the restart');
+    }
     this.current = { number, owner, pool };
     const switchMs = performance.now() - started;
     // Tasks already handed to the old pool finish there; nothing new reaches it.
@@ -175,9 +283,9 @@ export class ModelVersion {
     return this.memory.tenant;
   }
 
-  /** The workers' measured session footprint (see session-footprint.ts). */
+  /** The workers' measured session footprint (see session-footprint.ts); 0 on the executor. */
   get measuredFootprintBytes(): number {
-    return this.pool.footprintBytes;
+    return this.pool?.footprintBytes ?? 0;
   }
 
   get state(): VersionState {
@@ -203,12 +311,12 @@ export class ModelVersion {
     return Math.max(this.requests, this.inFlight);
   }
 
-  get batcher(): VersionBatcher | undefined {
+  get batcher(): BatcherAttachment | undefined {
     return this.batcherValue;
   }
 
   /** Attaches the dynamic batcher once the version is READY; it is stopped on unload. */
-  attachBatcher(batcher: VersionBatcher): void {
+  attachBatcher(batcher: BatcherAttachment): void {
     this.batcherValue = batcher;
   }
 
@@ -223,22 +331,22 @@ export class ModelVersion {
     }
   }
 
-  /** The pool's worker count (the batcher's instances). */
+  /** Instances from instance_group (the batcher's instances): pool workers or executor threads. */
   get instances(): number {
-    return this.pool.instances;
+    return this.instanceCount;
   }
 
-  /** Live worker threads and queued tasks, for the pool-size gauges. */
+  /** Live worker threads and queued tasks, for the pool-size gauges (0 while on the executor). */
   get poolThreads(): number {
-    return this.pool.threads;
+    return this.pool?.threads ?? 0;
   }
 
   get poolQueueSize(): number {
-    return this.pool.queueSize;
+    return this.pool?.queueSize ?? 0;
   }
 
   get poolInstances(): number {
-    return this.pool.instances;
+    return this.pool?.instances ?? 0;
   }
 
   /** Records what the LOADING version is doing now (shown in RepositoryIndex and /healthz). */
@@ -246,11 +354,35 @@ export class ModelVersion {
     if (this.stateValue === 'LOADING') this.reasonValue = reason;
   }
 
-  /** Runs the plan in every worker of the pool (see ModelPool.warmUp). */
-  warmUp(plan: WarmupPlan): Promise<WarmupReport> {
+  /**
+   * Runs the plan in every worker of the pool (see ModelPool.warmUp), or on
+   * the executor: each sample `runs` times per instance.
+   */
+  async warmUp(plan: WarmupPlan): Promise<WarmupReport> {
     this.setLoadingReason('warming up');
     this.plan = plan;
-    return this.pool.warmUp(plan);
+    const native = this.nativeValue;
+    if (native === undefined || !native.active) return (await this.ensurePool()).warmUp(plan);
+    const started = performance.now();
+    const warnings: string[] = [];
+    let runs = 0;
+    for (const sample of plan.samples) {
+      for (let i = 0; i < sample.runs * this.instanceCount; i++) {
+        try {
+          await this.run(
+            { kind: 'infer', inputs: sample.inputs, outputNames: this.signature.outputs.map((o) => o.name), queuedAtMs: epochMs() },
+            [],
+          );
+          runs += 1;
+        } catch (err) {
+          const message = `warm-up sample '${sample.name}' failed: ${err instanceof Error ? err.message : String(err)}`;
+          if (sample.required) throw new Error(message);
+          warnings.push(message);
+          break;
+        }
+      }
+    }
+    return { workers: this.instanceCount, runsPerWorker: runs / this.instanceCount, maxWorkerMs: performance.now() - started, warnings };
   }
 
   markReady(loadSeconds: number): void {
@@ -267,9 +399,18 @@ export class ModelVersion {
    */
   async run(task: InferTask, transfer: ArrayBuffer[]): Promise<InferResult> {
     this.inFlight += 1;
-    // Read once: a restart switching generations mid-call cannot split a task.
-    const pool = this.pool;
     try {
+      const native = this.nativeValue;
+      if (native?.active === true) {
+        try {
+          return await native.runTask(task);
+        } catch (err) {
+          // The version moved to CPU; the task re-runs there from its host copy.
+          if (!(err instanceof DeviceFaultError)) throw err;
+        }
+      }
+      // Read once: a restart switching generations mid-call cannot split a task.
+      const pool = await this.ensurePool();
       return await pool.infer(task, transfer);
     } finally {
       this.inFlight -= 1;
@@ -286,7 +427,7 @@ export class ModelVersion {
    * warm-up reject, so the load fails promptly instead of running to its end.
    */
   async abortLoad(): Promise<void> {
-    if (this.stateValue === 'LOADING') await this.pool.close();
+    if (this.stateValue === 'LOADING') await this.pool?.close();
   }
 
   /** True when the version serves and no request runs on it: it may be evicted. */
@@ -308,8 +449,11 @@ export class ModelVersion {
     await this.restarting?.catch(() => undefined);
     // Nothing waits in the batcher now (every admitted request was answered).
     await this.batcherValue?.stop();
-    await this.pool.close();
-    // The sessions are gone: so is everything the version held in the ledger.
+    await this.poolStarting?.catch(() => undefined);
+    await this.pool?.close();
+    // The executor's threads are joined before its memory goes with the owner.
+    await this.nativeValue?.close();
+    // The sessions are gone: so is everything the version held in the ledgers.
     this.memory.destroy();
     this.stateValue = 'UNAVAILABLE';
     this.reasonValue = reason;

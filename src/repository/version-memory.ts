@@ -1,5 +1,5 @@
 /**
- * What one model version holds in the memory ledger, and the rules for it:
+ * What one model version holds in the memory ledgers, and the rules for it:
  *
  * - an accounting-only, evictable reservation equal to its sessions' measured
  *   footprint (an estimate — the model file's size per worker, or the declared
@@ -17,32 +17,44 @@
  * it: only an idle version is evictable. Each request also marks it most
  * recently used, which is what LRU eviction orders by.
  *
+ * A version on the native executor has no onnxruntime session at load, so no
+ * host reservation (`hostFootprint: false`): its weights and workspaces are
+ * blocks under `executorOwner`, in the device ledger when there is one (else
+ * the host ledger). If it falls back to CPU, the pool's measured footprint is
+ * charged to the host ledger (`chargeFootprint`) until it moves back.
+ *
  * Main thread only (arena eviction callbacks run here, synchronously).
  */
 import { status } from '@grpc/grpc-js';
 import { ServingError } from '../common/serving-error.js';
 import { ArenaOutOfMemoryError, ArenaQuotaError, type Block, type EvictionEvent, type Owner, type Reservation } from '../native/arena.js';
-import type { ServerMemory } from '../tenancy/server-memory.js';
+import { ARENA_NAME, DEVICE_ARENA_NAME, type Ledger, type ServerMemory } from '../tenancy/server-memory.js';
 
 export interface VersionMemoryOptions {
   readonly tenant: string;
   readonly model: string;
   readonly version: number;
   readonly estimateBytes: number;
+  /** False for a version on the native executor: no onnxruntime footprint is reserved at load. */
+  readonly hostFootprint?: boolean;
   /** Unloads the version; return false to refuse. Called only while the version is idle. */
   readonly onEvict: (event: EvictionEvent) => boolean;
 }
 
 export class VersionMemory {
-  private reservation: Reservation;
+  private reservation: Reservation | undefined;
   private destroyed = false;
+  /** Requests between requestStarted and requestFinished (each holds one pin on the reservation). */
+  private activeRequests = 0;
+  /** The executor's owner in the device ledger (undefined: none made, or no device ledger). */
+  private deviceOwner: Owner | undefined;
 
   private constructor(
     private readonly memory: ServerMemory,
     private readonly options: VersionMemoryOptions,
     private readonly owner: Owner,
   ) {
-    this.reservation = this.reserve(options.estimateBytes);
+    this.reservation = options.hostFootprint === false ? undefined : this.reserve(options.estimateBytes);
   }
 
   /** Charges the estimate (pinned: a loading version is never evicted). Throws RESOURCE_EXHAUSTED. */
@@ -61,13 +73,14 @@ export class VersionMemory {
     return this.options.tenant;
   }
 
+  /** The host reservation (onnxruntime footprint); 0 when there is none. */
   get reservedBytes(): number {
-    return this.reservation.bytes;
+    return this.reservation?.bytes ?? 0;
   }
 
   /** Replaces the estimate with the measured footprint; stays pinned until `loaded()`. */
   settle(measuredBytes: number): void {
-    if (measuredBytes === this.reservation.bytes) return;
+    if (this.reservation === undefined || measuredBytes === this.reservation.bytes) return;
     const previous = this.reservation;
     previous.unpin();
     previous.release();
@@ -76,16 +89,78 @@ export class VersionMemory {
 
   /** The version serves now: idle (evictable) whenever no request runs. */
   loaded(): void {
-    this.reservation.unpin();
+    this.reservation?.unpin();
   }
 
   /** A request starts: the version is in use and most recently used. */
   requestStarted(): void {
-    if (!this.reservation.released) this.reservation.pin();
+    this.activeRequests += 1;
+    if (this.reservation !== undefined && !this.reservation.released) this.reservation.pin();
   }
 
   requestFinished(): void {
-    if (!this.reservation.released) this.reservation.unpin();
+    this.activeRequests -= 1;
+    if (this.reservation !== undefined && !this.reservation.released) this.reservation.unpin();
+  }
+
+  /**
+   * A native version fell back to CPU: its pool's footprint goes on the host
+   * ledger (unpinned: evictable like any idle version). Throws RESOURCE_EXHAUSTED.
+   */
+  chargeFootprint(bytes: number): void {
+    if (this.destroyed || this.reservation !== undefined) return;
+    const reservation = this.reserve(bytes);
+    // reserve() pinned it once; pins are counted, one per running request,
+    // so the requests already running unpin it when they finish.
+    if (this.activeRequests === 0) reservation.unpin();
+    for (let i = 1; i < this.activeRequests; i++) reservation.pin();
+    this.reservation = reservation;
+  }
+
+  /** The CPU pool of a native version closed: its host footprint goes. */
+  releaseFootprint(): void {
+    if (this.options.hostFootprint !== false || this.reservation === undefined) return;
+    // Released whatever its pins: running requests then skip the unpin (reservation gone).
+    if (!this.reservation.released) this.reservation.release();
+    this.reservation = undefined;
+  }
+
+  /**
+   * Where the native executor's weights and workspaces are charged: the
+   * version's owner in the device ledger when there is one, else its host
+   * owner. `arena` is the arena name the executor allocates from.
+   */
+  executorOwner(kernels: 'cuda' | 'host'): { arena: string; ownerId: number; ledger: 'host' | 'device' } {
+    // Host kernels need host-accessible memory: a CUDA device ledger is not (the
+    // host-backed test ledger is).
+    const device = this.memory.device;
+    if (device === undefined || (kernels === 'host' && device.backend === 'cuda')) {
+      return { arena: ARENA_NAME, ownerId: this.owner.id, ledger: 'host' };
+    }
+    this.deviceOwner ??= this.memory.createDeviceOwner(this.options.tenant, this.options.model, this.options.version);
+    if (this.deviceOwner === undefined) throw new Error('device ledger vanished');
+    return { arena: DEVICE_ARENA_NAME, ownerId: this.deviceOwner.id, ledger: 'device' };
+  }
+
+  /**
+   * Bytes the executor holds in its ledger (the patrol's view). Without a
+   * device ledger this is the version's host owner, which also holds the
+   * inputs of requests in flight.
+   */
+  executorBytes(): number {
+    if (this.destroyed) return 0;
+    if (this.deviceOwner !== undefined && this.memory.device !== undefined) {
+      return this.memory.device.arena.ownerUsage(this.deviceOwner).bytes;
+    }
+    return this.memory.arena.ownerUsage(this.owner).bytes;
+  }
+
+  /** Frees the executor's device memory now (device lost: the executor closed); cached device segments are trimmed. */
+  releaseExecutorMemory(): void {
+    if (this.deviceOwner === undefined || this.memory.device === undefined) return;
+    this.memory.device.arena.destroyOwner(this.deviceOwner);
+    this.deviceOwner = undefined;
+    this.memory.device.arena.releaseCached();
   }
 
   /** An input buffer for one request, charged to the tenant. Throws RESOURCE_EXHAUSTED. */
@@ -93,7 +168,7 @@ export class VersionMemory {
     try {
       return this.memory.arena.alloc(this.owner, bytes, { tenant: this.options.tenant });
     } catch (err) {
-      throw asResourceExhausted(err, `input buffer of ${bytes} bytes for model '${this.options.model}'`);
+      throw asResourceExhausted(err, `input buffer of ${bytes} bytes for model '${this.options.model}'`, 'host');
     }
   }
 
@@ -107,7 +182,7 @@ export class VersionMemory {
     try {
       return this.memory.arena.alloc(this.owner, bytes, { tenant: this.options.tenant });
     } catch (err) {
-      throw asResourceExhausted(err, `output buffer of ${bytes} bytes for model '${this.options.model}'`);
+      throw asResourceExhausted(err, `output buffer of ${bytes} bytes for model '${this.options.model}'`, 'host');
     }
   }
 
@@ -128,9 +203,10 @@ export class VersionMemory {
     return this.memory.arena.destroyOwner(owner).bytes;
   }
 
-  /** Frees the reservation and every block the version still holds. Idempotent. */
+  /** Frees the reservation and every block the version still holds, in both ledgers. Idempotent. */
   destroy(): void {
     if (this.destroyed) return;
+    this.releaseExecutorMemory();
     this.destroyed = true;
     this.memory.arena.destroyOwner(this.owner);
   }
@@ -145,7 +221,7 @@ export class VersionMemory {
       reservation.pin();
       return reservation;
     } catch (err) {
-      throw asResourceExhausted(err, `model '${this.options.model}' version ${this.options.version} (${Math.ceil(bytes)} bytes)`);
+      throw asResourceExhausted(err, `model '${this.options.model}' version ${this.options.version} (${Math.ceil(bytes)} bytes)`, 'host');
     }
   }
 }
@@ -153,13 +229,13 @@ export class VersionMemory {
 const MiB = 1024 * 1024;
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
 
-/** Arena failures become RESOURCE_EXHAUSTED naming the tenant, the quota and the usage. */
-export function asResourceExhausted(err: unknown, what: string): unknown {
+/** Arena failures become RESOURCE_EXHAUSTED naming the tenant, the ledger, the quota and the usage. */
+export function asResourceExhausted(err: unknown, what: string, ledger: Ledger): unknown {
   if (err instanceof ArenaQuotaError) {
     return new ServingError(
       status.RESOURCE_EXHAUSTED,
-      `tenant '${err.tenant}' is over its memory quota: ${what} needs ${mib(err.requested)}, ` +
-        `the tenant uses ${mib(err.used)} of its ${mib(err.quota)} quota`,
+      `tenant '${err.tenant}' is over its ${ledger} memory quota: ${what} needs ${mib(err.requested)}, ` +
+        `the tenant uses ${mib(err.used)} of its ${mib(err.quota)} ${ledger} quota`,
     );
   }
   if (err instanceof ArenaOutOfMemoryError) {
@@ -169,7 +245,7 @@ export function asResourceExhausted(err: unknown, what: string): unknown {
       .join(', ');
     return new ServingError(
       status.RESOURCE_EXHAUSTED,
-      `server memory is full: ${what} for tenant '${err.tenant}' needs ${mib(err.requested)}; held by ${holders}`,
+      `server ${ledger} memory is full: ${what} for tenant '${err.tenant}' needs ${mib(err.requested)}; held by ${holders}`,
     );
   }
   return err;

@@ -29,8 +29,9 @@ import { serverHandlers } from './handlers/server-handlers.js';
 import { unimplementedHandlers } from './handlers/unimplemented-handlers.js';
 import { createHealthHttpServer, type HealthReport } from './http-endpoints.js';
 import { InferenceRunner } from './inference-runner.js';
-import { ServerMemory } from '../tenancy/server-memory.js';
+import { ServerMemory, type DeviceLedgerOptions } from '../tenancy/server-memory.js';
 import { LeakPatrol } from '../patrol/leak-patrol.js';
+import { DeviceHealth } from '../executor/device-health.js';
 import type { TenantQuota } from '../tenancy/tenant-config.js';
 
 export interface ServerOptions {
@@ -52,6 +53,10 @@ export interface ServerOptions {
   /** The arena's capacity: request buffers + model reservations, all tenants together. */
   readonly memoryCapacityBytes: number;
   readonly tenants: readonly TenantQuota[];
+  /** The device ledger (`--device`, `--tenant-device`...); default: device 0, no device quotas. */
+  readonly device?: DeviceLedgerOptions;
+  /** After a transient device error, how often a model on CPU tries the device again (default 5 s). */
+  readonly deviceProbeIntervalMs?: number;
   /** The leak patrol's settings (see src/patrol); undefined: no patrol. */
   readonly patrol?: PatrolSettings | undefined;
   readonly serverName: string;
@@ -91,12 +96,15 @@ export class HotpathServer {
   private drained: Promise<boolean> | undefined;
   private readonly log: Logger;
   private readonly patrol: LeakPatrol | undefined;
+  /** A sticky device error marks the device lost for the process (see executor/device-health.ts). */
+  readonly deviceHealth = new DeviceHealth();
 
   constructor(private readonly options: ServerOptions) {
     this.log = options.logger.child({ component: 'server' });
     this.memory = ServerMemory.create({
       capacityBytes: options.memoryCapacityBytes,
       tenants: options.tenants,
+      device: options.device ?? { ordinal: 0, capacityBytes: undefined, tenants: [], backend: 'cuda' },
       logger: options.logger,
     });
     this.models = new ModelManager({
@@ -114,6 +122,13 @@ export class HotpathServer {
       defaultWarmup: options.defaultWarmup,
       logger: options.logger,
       onStateChange: () => this.refreshHealth(),
+      deviceHealth: this.deviceHealth,
+      deviceProbeIntervalMs: options.deviceProbeIntervalMs ?? 5000,
+      onDeviceFallback: (version, reason) => this.metrics.countDeviceFallback(version.modelName, reason),
+    });
+    this.deviceHealth.onLost((reason) => {
+      this.log.error({ reason }, 'CUDA device lost: executor models serve on CPU; readiness reports degraded');
+      this.refreshHealth();
     });
     this.metrics = new ServerMetrics({
       versions: () => this.models.versions(),
@@ -121,6 +136,7 @@ export class HotpathServer {
     });
     // Native counters, read at scrape time.
     this.metrics.setTenantMemorySource(() => this.memory.tenantStats());
+    this.metrics.setGpuSource(() => this.memory.gpuStats());
     this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
@@ -145,19 +161,25 @@ export class HotpathServer {
       versions: () => this.models.versions(),
       tenantAllocatedBytes: (tenant) => this.memory.arena.stats().tenants.find((t) => t.name === tenant)?.allocated ?? 0,
       deviceMemory: () => {
-        // Only a CUDA arena's figures are device memory; on host there is nothing to compare.
-        const info = this.memory.arena.deviceInfo();
-        if (info.backend !== 'cuda') return undefined;
-        const stats = this.memory.arena.stats();
-        return { usedBytes: info.totalBytes - info.freeBytes, ledgerBytes: stats.backendReserved };
+        // The device ledger against what the device itself reports used (all
+        // processes, CUDA contexts included); only on a real device.
+        const gpu = this.memory.gpuStats();
+        const device = this.memory.device;
+        if (gpu === undefined || device === undefined) return undefined;
+        return { usedBytes: gpu.usedBytes, ledgerBytes: device.arena.stats().backendReserved };
       },
       onRestart: (version, reason) => this.metrics.countPatrolRestart(version.modelName, reason),
       logger: this.options.logger,
     });
   }
 
+  /**
+   * Ready: serving, every start-up model ready, and the device not lost. A
+   * lost device leaves the server answering on CPU but unready (degraded), so
+   * an orchestrator replaces the pod.
+   */
   isReady(): boolean {
-    return this.phase === 'serving' && this.models.allStartupModelsReady();
+    return this.phase === 'serving' && this.models.allStartupModelsReady() && this.deviceHealth.lost === undefined;
   }
 
   /** Binds the ports and logs them: the process is live from here, not yet ready. */
@@ -205,8 +227,16 @@ export class HotpathServer {
 
   async healthReport(): Promise<HealthReport> {
     const models = await this.models.index(false);
-    const status = this.phase === 'draining' || this.phase === 'stopped' ? 'draining' : this.isReady() ? 'ready' : 'not_ready';
-    return { status, models };
+    const lost = this.deviceHealth.lost;
+    const status =
+      this.phase === 'draining' || this.phase === 'stopped'
+        ? 'draining'
+        : lost !== undefined
+          ? 'degraded'
+          : this.isReady()
+            ? 'ready'
+            : 'not_ready';
+    return { status, models, ...(lost !== undefined ? { reason: `CUDA device lost: ${lost}` } : {}) };
   }
 
   /**

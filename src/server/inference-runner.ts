@@ -16,7 +16,7 @@ import type { FailureReason } from '../observability/metric-names.js';
 import type { ServerMetrics } from '../observability/metrics.js';
 import { WorkerCrashedError } from '../workers/model-pool.js';
 import { epochMs, inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
-import { requestRows, type VersionBatcher } from '../batching/version-batcher.js';
+import { batcherOf, requestRows, type VersionBatcher } from '../batching/version-batcher.js';
 import {
   FAULT_PARAMETER,
   prepareInference,
@@ -102,9 +102,9 @@ export class InferenceRunner {
       // In use from here: the version is not evictable while the request runs.
       version.memory.requestStarted();
       try {
-        const fault = this.faultFor(request);
-        // Test-only faults act on one request, so a request carrying one runs alone.
-        const batcher = fault.fault === undefined && fault.faultDelayMs === undefined ? version.batcher : undefined;
+        const fault = this.faultFor(request, version);
+        // Test-only worker faults act on one request, so a request carrying one runs alone.
+        const batcher = fault.fault === undefined && fault.faultDelayMs === undefined ? batcherOf(version) : undefined;
         return batcher === undefined
           ? await this.runAlone(request, version, context, elapsedNs, fault)
           : await this.runBatched(request, version, batcher, context, elapsedNs);
@@ -127,6 +127,13 @@ export class InferenceRunner {
       if (isArenaPayload(input)) throw new Error('unexpected arena input before batching');
       return { bytes: new Uint8Array(input.data.buffer, input.data.byteOffset, input.data.byteLength), dims: input.dims };
     });
+    if (version.native !== undefined) {
+      const byName = new Map(
+        version.signature.inputs.map((spec, i) => [spec.name, { bytes: inputs[i]!.bytes, datatype: spec.datatype }] as const),
+      );
+      const problem = version.native.checkIndices(byName);
+      if (problem !== undefined) throw invalidArgument(`model '${version.modelName}': ${problem}`);
+    }
     const rows = await batcher.infer({
       rows: prepared.batchSize,
       inputs: inputs.map((input) => input.bytes),
@@ -139,7 +146,9 @@ export class InferenceRunner {
       const outputs = prepared.outputs.map((spec) => {
         const output = rows.result.outputs.get(spec.name);
         if (output === undefined) throw new Error(`model produced no output named '${spec.name}'`);
-        const mine = requestRows(output, rows.result.rows, rows.rowOffset, rows.rows);
+        const mine = rows.whole
+          ? { bytes: output.bytes, dims: [...output.dims] }
+          : requestRows(output, rows.result.rows, rows.rowOffset, rows.rows);
         // A copy of this request's rows: the batch's blocks are reused once every request is done.
         return { name: spec.name, type: spec.ortType, dims: mine.dims, data: mine.bytes.slice() };
       });
@@ -214,8 +223,13 @@ export class InferenceRunner {
     };
   }
 
-  /** The test-only fault hooks, refused unless the server runs with --enable-fault-injection. */
-  private faultFor(request: ModelInferRequest): Pick<InferTask, 'fault' | 'faultDelayMs'> {
+  /**
+   * The test-only fault hooks, refused unless the server runs with
+   * --enable-fault-injection. 'device-error' / 'device-lost' make the native
+   * executor's next batch fail with a simulated transient / sticky device
+   * error (the request itself then runs normally, in that batch or the next).
+   */
+  private faultFor(request: ModelInferRequest, version: ModelVersion): Pick<InferTask, 'fault' | 'faultDelayMs'> {
     const fault = stringParameter(request.parameters, FAULT_PARAMETER);
     if (fault === undefined) return {};
     if (!this.options.faultInjection) {
@@ -224,9 +238,22 @@ export class InferenceRunner {
       );
     }
     if (fault === 'crash-worker' || fault === 'crash-worker-once') return { fault };
+    if (fault === 'device-error' || fault === 'device-lost') {
+      const native = version.native;
+      if (native === undefined || !native.active) {
+        throw invalidArgument(
+          `parameter '${FAULT_PARAMETER}': '${fault}' needs a model running on the native executor; ` +
+            `model '${version.modelName}' runs on ${version.executorKind}`,
+        );
+      }
+      native.injectFault(fault === 'device-error' ? 'transient' : 'sticky');
+      return {};
+    }
     const delay = /^delay:(\d{1,6})$/.exec(fault);
     if (delay !== null) return { faultDelayMs: Number(delay[1]) };
-    throw invalidArgument(`parameter '${FAULT_PARAMETER}': expected 'crash-worker', 'crash-worker-once' or 'delay:<ms>', got '${fault}'`);
+    throw invalidArgument(
+      `parameter '${FAULT_PARAMETER}': expected 'crash-worker', 'crash-worker-once', 'device-error', 'device-lost' or 'delay:<ms>', got '${fault}'`,
+    );
   }
 }
 

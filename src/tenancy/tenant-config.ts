@@ -1,9 +1,17 @@
 /**
- * Tenant quotas from the command line (`--tenant NAME:QUOTA`, repeatable) and
- * from a tenants file (JSON: `{"tenants": {"NAME": "QUOTA", ...}}`). Quotas are
- * byte sizes with optional binary or decimal suffixes: `512MiB`, `2GiB`,
- * `100MB`, `4096`. Every model belongs to a tenant (config parameter `tenant`,
- * default `default`); a tenant not configured has no quota of its own.
+ * Tenant quotas from the command line and from a tenants file. Host and device
+ * memory are separate ledgers with separate quotas:
+ *
+ * - host: `--tenant NAME:QUOTA` (repeatable), or `"NAME": "QUOTA"` /
+ *   `"NAME": {"quota": "QUOTA"}` in the file;
+ * - device: `--tenant-device NAME:QUOTA` (repeatable), or
+ *   `"NAME": {"device_quota": "QUOTA"}` in the file.
+ *
+ * The file is JSON: `{"tenants": {"ads": "512MiB", "fraud": {"quota": "1GiB",
+ * "device_quota": "4GiB"}}}`. Quotas are byte sizes with optional binary or
+ * decimal suffixes: `512MiB`, `2GiB`, `100MB`, `4096`. Every model belongs to
+ * a tenant (config parameter `tenant`, default `default`); a tenant not
+ * configured has no quota of its own.
  */
 import { readFileSync } from 'node:fs';
 
@@ -41,18 +49,27 @@ export function parseByteSize(text: string, what: string): number {
   return bytes;
 }
 
-/** Parses one `--tenant NAME:QUOTA` value. */
-export function parseTenantFlag(spec: string): TenantQuota {
+/** Parses one `--tenant NAME:QUOTA` (or, with `flag`, `--tenant-device NAME:QUOTA`) value. */
+export function parseTenantFlag(spec: string, flag = '--tenant'): TenantQuota {
   const colon = spec.lastIndexOf(':');
   const name = colon > 0 ? spec.slice(0, colon) : '';
   if (!/^[A-Za-z0-9_.-]+$/.test(name)) {
-    throw new TenantConfigError(`--tenant: expected NAME:QUOTA with NAME of letters, digits, '_', '.' or '-', got '${spec}'`);
+    throw new TenantConfigError(`${flag}: expected NAME:QUOTA with NAME of letters, digits, '_', '.' or '-', got '${spec}'`);
   }
-  return { name, quotaBytes: parseByteSize(spec.slice(colon + 1), `--tenant ${name}`) };
+  return { name, quotaBytes: parseByteSize(spec.slice(colon + 1), `${flag} ${name}`) };
 }
 
-/** Reads a tenants file: `{"tenants": {"ads": "512MiB", "fraud": 1073741824}}`. */
-export function readTenantsFile(file: string): TenantQuota[] {
+/** Both ledgers' quotas from one tenants file. */
+export interface TenantsFile {
+  readonly host: TenantQuota[];
+  readonly device: TenantQuota[];
+}
+
+/**
+ * Reads a tenants file: `{"tenants": {"ads": "512MiB", "fraud": {"quota":
+ * 1073741824, "device_quota": "2GiB"}}}`.
+ */
+export function readTenantsFile(file: string): TenantsFile {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
@@ -63,12 +80,30 @@ export function readTenantsFile(file: string): TenantQuota[] {
   if (typeof tenants !== 'object' || tenants === null || Array.isArray(tenants)) {
     throw new TenantConfigError(`--tenants-file ${file}: expected {"tenants": {"NAME": "QUOTA", ...}}`);
   }
-  return Object.entries(tenants as Record<string, unknown>).map(([name, quota]) => {
-    if (typeof quota !== 'string' && typeof quota !== 'number') {
-      throw new TenantConfigError(`--tenants-file ${file}: tenant '${name}': expected a size string or number, got ${JSON.stringify(quota)}`);
+  const result: TenantsFile = { host: [], device: [] };
+  const isSize = (value: unknown): value is string | number => typeof value === 'string' || typeof value === 'number';
+  for (const [name, entry] of Object.entries(tenants as Record<string, unknown>)) {
+    const where = `--tenants-file ${file}: tenant '${name}'`;
+    if (isSize(entry)) {
+      result.host.push(parseTenantFlag(`${name}:${String(entry)}`));
+      continue;
     }
-    return parseTenantFlag(`${name}:${String(quota)}`);
-  });
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new TenantConfigError(`${where}: expected a size or {"quota": SIZE, "device_quota": SIZE}, got ${JSON.stringify(entry)}`);
+    }
+    const fields = entry as Record<string, unknown>;
+    const unknown = Object.keys(fields).filter((key) => key !== 'quota' && key !== 'device_quota');
+    if (unknown.length > 0) {
+      throw new TenantConfigError(`${where}: unknown field '${unknown[0]}'; expected 'quota' and/or 'device_quota'`);
+    }
+    for (const [key, list] of [['quota', result.host], ['device_quota', result.device]] as const) {
+      const value = fields[key];
+      if (value === undefined) continue;
+      if (!isSize(value)) throw new TenantConfigError(`${where}: '${key}': expected a size string or number, got ${JSON.stringify(value)}`);
+      list.push(parseTenantFlag(`${name}:${String(value)}`));
+    }
+  }
+  return result;
 }
 
 /** Merges file and flag tenants; a name given twice is an error rather than a silent override. */

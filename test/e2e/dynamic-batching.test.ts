@@ -174,7 +174,7 @@ describe('dynamic batching', () => {
       expect(err.details).toMatch(/^inference failed: .*reshape/i);
     }
     const metrics = await scrape(served.server.metricsPort);
-    expect(metrics.get('hotpath_arena_allocated_bytes{tenant="failing"}')).toBe(0);
+    expect(metrics.get('hotpath_arena_allocated_bytes{tenant="failing",memory="host"}')).toBe(0);
     expect((await served.client.call('ModelInfer', request('ctr_mlp', 9)))['id']).toBe('r9');
   });
 

@@ -89,7 +89,7 @@ describe('golden checks', () => {
     const healthz = await httpJson(served.server.httpPort, '/healthz');
     expect(healthz.status).toBe(503);
     expect(healthz.json.status).toBe('not_ready');
-    expect(healthz.json.models.find((m: Message) => m['name'] === 'ctr_reordered')).toEqual(entry);
+    expect(healthz.json.models.find((m: Message) => m['name'] === 'ctr_reordered')).toMatchObject(entry);
 
     const err = await served.client.callError('ModelInfer', request('ctr_reordered'));
     expect(err.code).toBe(grpc.status.UNAVAILABLE);

@@ -64,8 +64,8 @@ function load(target: ServedRepository, clients: number, pauseMs = 0) {
 
 const ledger = async (port: number) => {
   const metrics = await scrape(port);
-  return (metrics.get('hotpath_arena_allocated_bytes{tenant="default"}') ?? 0) +
-    (metrics.get('hotpath_arena_reserved_bytes{tenant="default"}') ?? 0);
+  return (metrics.get('hotpath_arena_allocated_bytes{tenant="default",memory="host"}') ?? 0) +
+    (metrics.get('hotpath_arena_reserved_bytes{tenant="default",memory="host"}') ?? 0);
 };
 
 describe('leak patrol', () => {

@@ -97,7 +97,7 @@ describe('metrics', () => {
     for (const id of ids.slice(0, 50)) expect(text).not.toContain(id);
     const labelNames = new Set([...text.matchAll(/[{,]([a-z_]+)="/g)].map((match) => match[1]));
     for (const name of labelNames) expect(['model', 'version', 'tenant', 'reason', 'le', // hotpath's and Triton's
-      'kind', 'space', 'type', 'major', 'minor', 'patch']).toContain(name);
+      'memory', 'gpu_uuid', 'kind', 'space', 'type', 'major', 'minor', 'patch']).toContain(name);
     expect((await scrape(served.server.metricsPort)).get(`nv_inference_request_success{${V}}`)).toBe(7 + 900);
   });
 

@@ -63,27 +63,27 @@ describe('tenant quotas', () => {
     ]);
     expect(refused!.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(refused!.details).toMatch(
-      /tenant 'team-a' is over its memory quota: input buffer of 3145728 bytes for model 'a_scorer' needs 3\.0 MiB, the tenant uses 8\.0 MiB of its 10\.0 MiB quota/,
+      /tenant 'team-a' is over its host memory quota: input buffer of 3145728 bytes for model 'a_scorer' needs 3\.0 MiB, the tenant uses 8\.0 MiB of its 10\.0 MiB host quota/,
     );
     for (const response of others) expect((response as Message)['raw_output_contents'][0].byteLength).toBe(3 * MiB);
     // Within its quota the same tenant is served, and nothing stayed charged.
     const small = await served.client.call('ModelInfer', request('a_scorer', 1024));
     expect(small['outputs'][0].shape).toEqual(['1', '1024']);
     const metrics = await scrape(served.server.metricsPort);
-    expect(metrics.get('hotpath_arena_allocated_bytes{tenant="team-a"}')).toBe(0);
-    expect(metrics.get('hotpath_arena_reserved_bytes{tenant="team-a"}')).toBe(8 * MiB);
-    expect(metrics.get('hotpath_arena_quota_bytes{tenant="team-a"}')).toBe(10 * MiB);
+    expect(metrics.get('hotpath_arena_allocated_bytes{tenant="team-a",memory="host"}')).toBe(0);
+    expect(metrics.get('hotpath_arena_reserved_bytes{tenant="team-a",memory="host"}')).toBe(8 * MiB);
+    expect(metrics.get('hotpath_arena_quota_bytes{tenant="team-a",memory="host"}')).toBe(10 * MiB);
   });
 
   it('refuse to load a model that cannot fit, leaving nothing charged', async () => {
     const { models } = await served.client.call('RepositoryIndex', {});
     const tooBig = models.find((m: Message) => m['name'] === 'c_too_big');
     expect(tooBig.state).toBe('UNAVAILABLE');
-    expect(tooBig.reason).toMatch(/tenant 'team-c' is over its memory quota: model 'c_too_big' version 1 \(16777216 bytes\) needs 16\.0 MiB, the tenant uses 0\.0 MiB of its 4\.0 MiB quota/);
+    expect(tooBig.reason).toMatch(/tenant 'team-c' is over its host memory quota: model 'c_too_big' version 1 \(16777216 bytes\) needs 16\.0 MiB, the tenant uses 0\.0 MiB of its 4\.0 MiB host quota/);
     const err = await served.client.callError('RepositoryModelLoad', { model_name: 'c_too_big' });
     expect(err.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
-    expect(err.details).toMatch(/failed to load model 'c_too_big': tenant 'team-c' is over its memory quota/);
-    expect((await scrape(served.server.metricsPort)).get('hotpath_arena_reserved_bytes{tenant="team-c"}')).toBe(0);
+    expect(err.details).toMatch(/failed to load model 'c_too_big': tenant 'team-c' is over its host memory quota/);
+    expect((await scrape(served.server.metricsPort)).get('hotpath_arena_reserved_bytes{tenant="team-c",memory="host"}')).toBe(0);
     // A failed start-up model keeps the server unready (as in Triton) until it is unloaded.
     expect(await served.client.call('ServerReady')).toEqual({ ready: false });
     await served.client.call('RepositoryModelUnload', { model_name: 'c_too_big' });
@@ -112,7 +112,7 @@ describe('LRU model eviction', () => {
     expect(coldStart).toMatchObject({ model: 'lru_m1', cold_start: true });
     expect(coldStart?.['load_ms']).toEqual(expect.any(Number));
     const metrics = await scrape(served.server.metricsPort);
-    expect(metrics.get('hotpath_arena_reserved_bytes{tenant="team-lru"}')).toBe(80 * MiB);
-    expect(metrics.get('hotpath_arena_evictions_total{tenant="team-lru"}')).toBe(2);
+    expect(metrics.get('hotpath_arena_reserved_bytes{tenant="team-lru",memory="host"}')).toBe(80 * MiB);
+    expect(metrics.get('hotpath_arena_evictions_total{tenant="team-lru",memory="host"}')).toBe(2);
   });
 });

@@ -62,7 +62,7 @@ describe('warm-up before readiness', () => {
     const healthz = await httpJson(served.server.httpPort, '/healthz');
     expect(healthz.status).toBe(503);
     expect(healthz.json.status).toBe('not_ready');
-    expect(healthz.json.models).toContainEqual({ name: 'slow_warm', version: '1', state: 'LOADING', reason: 'warming up' });
+    expect(healthz.json.models).toContainEqual({ name: 'slow_warm', version: '1', state: 'LOADING', reason: 'warming up', executor: 'onnxruntime' });
     const err = await served.client.callError('ModelInfer', { model_name: 'slow_warm' });
     expect(err.details).toMatch(/model 'slow_warm' is not ready \(LOADING: warming up\)/);
 
@@ -76,8 +76,8 @@ describe('warm-up before readiness', () => {
     expect(after.json).toEqual({
       status: 'ready',
       models: [
-        { name: 'configured_warm', version: '1', state: 'READY', reason: '' },
-        { name: 'slow_warm', version: '1', state: 'READY', reason: '' },
+        { name: 'configured_warm', version: '1', state: 'READY', reason: '', executor: 'onnxruntime' },
+        { name: 'slow_warm', version: '1', state: 'READY', reason: '', executor: 'onnxruntime' },
       ],
     });
   });

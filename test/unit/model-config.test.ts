@@ -147,13 +147,13 @@ describe('parseModelConfigText', () => {
       'name: "ranker"',
       'optimization { graph { level: 1 } }',
       'input { name: "x" data_type: TYPE_FP32 dims: [1] allow_ragged_batch: true }',
-      'instance_group { count: 1 gpus: [0] }',
+      'instance_group { count: 1 profile: ["0"] }',
     ].join('\n');
     const { warnings } = parseModelConfigText(text, FILE);
     expect(warnings).toHaveLength(3);
     expect(warnings[0]).toMatch(/^models\/ranker\/config\.pbtxt:2: field 'optimization' is not supported by hotpath/);
     expect(warnings[1]).toMatch(/:3: field 'allow_ragged_batch' in input 'x' is not supported/);
-    expect(warnings[2]).toMatch(/:4: field 'gpus' in instance_group\[0\] is not supported/);
+    expect(warnings[2]).toMatch(/:4: field 'profile' in instance_group\[0\] is not supported/);
   });
 
   it('knows every Triton field: a config using the full schema has no unknown fields', () => {
@@ -274,16 +274,26 @@ describe('validateModelConfig', () => {
     expect(config.instanceGroup[0]).toMatchObject({ name: 'm_0', count: 1, kind: ModelInstanceGroup_Kind.CPU });
   });
 
-  it('normalises instance groups: count 0 to 1, AUTO to CPU, and warns for GPU', () => {
-    const { config } = parseModelConfigText(
-      'instance_group [ { kind: KIND_AUTO }, { name: "g" count: 2 kind: KIND_GPU } ]',
+  it('normalises instance groups: count 0 to 1, AUTO to CPU; KIND_GPU with gpus is accepted', () => {
+    const { config, warnings: parseWarnings } = parseModelConfigText(
+      'instance_group [ { kind: KIND_AUTO }, { name: "g" count: 2 kind: KIND_GPU gpus: [ 0 ] } ]',
       FILE,
     );
+    expect(parseWarnings).toEqual([]);
     const { warnings } = validateModelConfig(config, { file: FILE, modelName: 'm' });
     expect(config.instanceGroup[0]).toMatchObject({ count: 1, kind: ModelInstanceGroup_Kind.CPU, name: 'm_0' });
-    expect(config.instanceGroup[1]).toMatchObject({ count: 2, kind: ModelInstanceGroup_Kind.GPU });
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/instance_group\[1\] 'g' asks for KIND_GPU; .*run on CPU/);
+    expect(config.instanceGroup[1]).toMatchObject({ count: 2, kind: ModelInstanceGroup_Kind.GPU, gpus: [0] });
+    // Where KIND_GPU runs is decided at load (native executor or onnxruntime), not here.
+    expect(warnings).toEqual([]);
+  });
+
+  it('rejects a negative gpu ordinal and warns about gpus on a CPU group', () => {
+    expect(validationError('instance_group [ { kind: KIND_GPU gpus: [ -1 ] } ]').message).toMatch(
+      /instance_group\[0\]: gpus: expected device ordinals >= 0, got -1/,
+    );
+    const { config } = parseModelConfigText('instance_group [ { kind: KIND_CPU gpus: [ 0 ] } ]', FILE);
+    const { warnings } = validateModelConfig(config, { file: FILE, modelName: 'm' });
+    expect(warnings[0]).toMatch(/lists gpus but is not KIND_GPU; gpus is ignored/);
   });
 
   it('rejects a name that differs from the directory', () => {

@@ -29,9 +29,26 @@ describe('tenant configuration', () => {
     const file = path.join(dir, 'tenants.json');
     await writeFile(file, JSON.stringify({ tenants: { fraud: '1GiB', ads: 1024 } }));
     const fromFile = readTenantsFile(file);
-    expect(fromFile).toEqual([{ name: 'fraud', quotaBytes: 2 ** 30 }, { name: 'ads', quotaBytes: 1024 }]);
-    expect(() => mergeTenants(fromFile, [parseTenantFlag('ads:2KiB')])).toThrow(/tenant 'ads' is configured more than once/);
+    expect(fromFile.host).toEqual([{ name: 'fraud', quotaBytes: 2 ** 30 }, { name: 'ads', quotaBytes: 1024 }]);
+    expect(fromFile.device).toEqual([]);
+    expect(() => mergeTenants(fromFile.host, [parseTenantFlag('ads:2KiB')])).toThrow(/tenant 'ads' is configured more than once/);
     await writeFile(file, JSON.stringify({ tenant: {} }));
     expect(() => readTenantsFile(file)).toThrow(/expected \{"tenants": \{"NAME": "QUOTA", \.\.\.\}\}/);
+  });
+
+  it('reads host and device quotas as separate ledgers', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tenants-'));
+    const file = path.join(dir, 'tenants.json');
+    await writeFile(file, JSON.stringify({ tenants: { ads: { quota: '1GiB', device_quota: '2GiB' }, fraud: { device_quota: 4096 } } }));
+    expect(readTenantsFile(file)).toEqual({
+      host: [{ name: 'ads', quotaBytes: 2 ** 30 }],
+      device: [{ name: 'ads', quotaBytes: 2 ** 31 }, { name: 'fraud', quotaBytes: 4096 }],
+    });
+    expect(parseTenantFlag('ads:1GiB', '--tenant-device')).toEqual({ name: 'ads', quotaBytes: 2 ** 30 });
+    expect(() => parseTenantFlag('1GiB', '--tenant-device')).toThrow(/--tenant-device: expected NAME:QUOTA/);
+    await writeFile(file, JSON.stringify({ tenants: { ads: { gpu: '1GiB' } } }));
+    expect(() => readTenantsFile(file)).toThrow(/tenant 'ads': unknown field 'gpu'; expected 'quota' and\/or 'device_quota'/);
+    await writeFile(file, JSON.stringify({ tenants: { ads: { device_quota: true } } }));
+    expect(() => readTenantsFile(file)).toThrow(/tenant 'ads': 'device_quota': expected a size string or number, got true/);
   });
 });

@@ -22,7 +22,10 @@ export function repositoryHandlers(models: ModelManager): UntypedServiceImplemen
   return {
     RepositoryIndex: unary(async (request: RepositoryIndexRequest) => {
       const entries = await models.index(request.ready);
-      return create(RepositoryIndexResponseSchema, { models: entries });
+      // The wire message has Triton's four fields; executor details are /healthz's.
+      return create(RepositoryIndexResponseSchema, {
+        models: entries.map(({ name, version, state, reason }) => ({ name, version, state, reason })),
+      });
     }),
     RepositoryModelLoad: unary(async (request: RepositoryModelLoadRequest) => {
       refuseParameters('RepositoryModelLoad', request.parameters);
