@@ -2,8 +2,9 @@
 // Add a suite by writing bench/suites/<name>.ts (a BenchSuite) and listing it
 // here.
 import { arenaSuite } from './arena.js';
+import { gpuSuite } from './gpu.js';
 import { patrolSuite } from './patrol.js';
 import { serveSuite } from './serve.js';
 import type { BenchSuite } from './suite.js';
 
-export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite].map((suite) => [suite.name, suite]));
+export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite, gpuSuite].map((suite) => [suite.name, suite]));

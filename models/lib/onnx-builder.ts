@@ -1,7 +1,7 @@
 // A very small ONNX graph builder on top of the generated protobuf-es types
 // (src/generated/onnx/onnx_pb.ts). It knows just enough to write the sample models:
-// typed graph inputs/outputs, float initializers, nodes with attributes, and the
-// ModelProto envelope. Nothing here reads models; ONNX Runtime does that.
+// typed graph inputs/outputs, float/integer/raw initializers, nodes with attributes,
+// and the ModelProto envelope. Nothing here reads models; ONNX Runtime does that.
 //
 // Serialisation is deterministic: the same builder calls produce the same bytes,
 // because nothing time- or host-dependent goes into the model and protobuf-es writes
@@ -85,6 +85,58 @@ export function floatInitializer(name: string, dims: readonly number[], values: 
     dataType: TensorProto_DataType.FLOAT,
     rawData: raw,
   });
+}
+
+/**
+ * An initializer of any element type from its little-endian bytes (raw_data), e.g.
+ * FLOAT16 bit patterns. `raw` must hold exactly count * element size bytes; the
+ * typed helpers below check that, this one trusts the caller.
+ */
+export function rawInitializer(name: string, dims: readonly number[], dataType: TensorProto_DataType, raw: Uint8Array): TensorProto {
+  return create(TensorProtoSchema, { name, dims: dims.map((d) => BigInt(d)), dataType, rawData: raw });
+}
+
+function checkCount(name: string, dims: readonly number[], length: number): void {
+  const count = dims.reduce((a, b) => a * b, 1);
+  if (count !== length) throw new RangeError(`${name}: ${length} values for shape [${dims.join(', ')}]`);
+}
+
+/**
+ * An INT64 initializer: Reshape shapes, ReduceSum/Squeeze/Unsqueeze axes, Gather
+ * indices. Numbers must be safe integers.
+ */
+export function int64Initializer(name: string, dims: readonly number[], values: ArrayLike<number | bigint>): TensorProto {
+  checkCount(name, dims, values.length);
+  const raw = new Uint8Array(values.length * 8);
+  const view = new DataView(raw.buffer);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (typeof v === 'number' && !Number.isSafeInteger(v)) throw new RangeError(`${name}: ${v} is not a safe integer`);
+    view.setBigInt64(i * 8, BigInt(v), true);
+  }
+  return rawInitializer(name, dims, TensorProto_DataType.INT64, raw);
+}
+
+/** An INT32 initializer. */
+export function int32Initializer(name: string, dims: readonly number[], values: ArrayLike<number>): TensorProto {
+  checkCount(name, dims, values.length);
+  const raw = new Uint8Array(values.length * 4);
+  const view = new DataView(raw.buffer);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31) throw new RangeError(`${name}: ${v} is not an int32`);
+    view.setInt32(i * 4, v, true);
+  }
+  return rawInitializer(name, dims, TensorProto_DataType.INT32, raw);
+}
+
+/** A DOUBLE initializer. */
+export function doubleInitializer(name: string, dims: readonly number[], values: ArrayLike<number>): TensorProto {
+  checkCount(name, dims, values.length);
+  const raw = new Uint8Array(values.length * 8);
+  const view = new DataView(raw.buffer);
+  for (let i = 0; i < values.length; i++) view.setFloat64(i * 8, values[i]!, true);
+  return rawInitializer(name, dims, TensorProto_DataType.DOUBLE, raw);
 }
 
 const utf8 = new TextEncoder();

@@ -1,6 +1,8 @@
 // The sample model repository served by `npm start` and used by the benchmarks:
 //
 //   ctr_mlp         FP32 [B,32]  -> 32-64-32-1 MLP -> Sigmoid   -> score [B,1]
+//   ctr_deep        FP32 [B,13] + INT64 ids [B,8] -> embedding, LayerNorm, 141-64-32-1 MLP
+//                   -> Sigmoid -> probability [B,1]; KIND_GPU (see ctr-deep.ts)
 //   fraud_gbdt      FP32 [B,16]  -> 100-tree GBDT  -> Sigmoid   -> probability [B,1]
 //   ranker_mlp      FP32 [B,256] -> 256-1024-1024-256-1 MLP     -> score [B,1] (~6 MB)
 //   typed_identity  one Identity per datatype (FP32, FP16, INT64, BOOL, BYTES), [B,4]
@@ -9,6 +11,7 @@
 // every run and machine. The parameter functions are exported so tests can compute
 // reference outputs from exactly the weights that went into the files.
 
+import { ctrDeepConfig, ctrDeepGraph } from './ctr-deep.js';
 import { DATATYPES, type TritonDatatype } from './datatypes.js';
 import { initMlp, mlpGraph, type DenseLayer } from './mlp.js';
 import { node, serializeModel, tensorValueInfo } from './onnx-builder.js';
@@ -24,6 +27,8 @@ export interface SampleModel {
   /** model.onnx bytes (may take a moment for ranker_mlp). */
   model(): Uint8Array;
 }
+
+export { CTR_DEEP_SHAPE, ctrDeepParams, type CtrDeepParams } from './ctr-deep.js';
 
 // Distinct seeds per model, so changing one model never reshuffles another.
 const SEED_CTR = 0x0c7a11;
@@ -70,6 +75,12 @@ const ctrMlp: SampleModel = {
         outputName: 'score',
       }),
     ),
+};
+
+const ctrDeep: SampleModel = {
+  name: 'ctr_deep',
+  config: ctrDeepConfig,
+  model: () => serializeModel(ctrDeepGraph()),
 };
 
 const fraudGbdt: SampleModel = {
@@ -149,7 +160,7 @@ const typedIdentity: SampleModel = {
 };
 
 /** All sample models, in the order they are written. */
-export const SAMPLE_MODELS: readonly SampleModel[] = [ctrMlp, fraudGbdt, rankerMlp, typedIdentity];
+export const SAMPLE_MODELS: readonly SampleModel[] = [ctrMlp, ctrDeep, fraudGbdt, rankerMlp, typedIdentity];
 
 export interface WriteRepositoryOptions {
   /** Keep files that already exist (the install-time mode). */

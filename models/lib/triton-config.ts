@@ -19,8 +19,12 @@ export interface ModelConfigSpec {
   outputs: readonly TensorConfig[];
   /** Present = dynamic batching enabled. */
   dynamicBatching?: { preferredBatchSizes?: readonly number[]; maxQueueDelayMicroseconds?: number };
-  /** CPU instances; defaults to 1. */
+  /** Instances; defaults to 1. */
   instanceCount?: number;
+  /** Defaults to KIND_CPU. KIND_GPU asks for the native executor (onnxruntime on CPU when no device is usable). */
+  instanceKind?: 'KIND_CPU' | 'KIND_GPU';
+  /** KIND_GPU only: the device ordinals (Triton's `gpus`). */
+  gpus?: readonly number[];
 }
 
 function renderTensors(field: string, tensors: readonly TensorConfig[]): string[] {
@@ -57,6 +61,8 @@ export function renderModelConfig(spec: ModelConfigSpec): string {
     }
     lines.push('}');
   }
-  lines.push('instance_group [', '  {', `    count: ${spec.instanceCount ?? 1}`, '    kind: KIND_CPU', '  }', ']');
+  lines.push('instance_group [', '  {', `    count: ${spec.instanceCount ?? 1}`, `    kind: ${spec.instanceKind ?? 'KIND_CPU'}`);
+  if (spec.gpus !== undefined) lines.push(`    gpus: [ ${spec.gpus.join(', ')} ]`);
+  lines.push('  }', ']');
   return lines.join('\n') + '\n';
 }

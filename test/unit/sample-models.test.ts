@@ -11,6 +11,7 @@ import { join, relative } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useUint16ArrayForFloat16 } from '../../src/workers/ort-float16.js';
+import { CTR_DEEP_CONCAT_WIDTH, CTR_DEEP_SHAPE, ctrDeepParams } from '../../models/lib/ctr-deep.js';
 import type { DenseLayer } from '../../models/lib/mlp.js';
 import {
   ctrMlpLayers,
@@ -68,10 +69,11 @@ async function runFloat(name: string, input: string, output: string, x: Float32A
 // --- independent references -------------------------------------------------------
 
 /** Dense forward pass in float64 over the float32 weights: y = act(W x + b) per layer. */
-function mlpReference(layers: readonly DenseLayer[], x: Float32Array, rows: number): number[] {
+function mlpReference(layers: readonly DenseLayer[], x: ArrayLike<number>, rows: number): number[] {
   const out: number[] = [];
+  const width = layers[0]!.inFeatures;
   for (let r = 0; r < rows; r++) {
-    let h: number[] = Array.from(x.subarray(r * layers[0]!.inFeatures, (r + 1) * layers[0]!.inFeatures));
+    let h: number[] = Array.from({ length: width }, (_, i) => x[r * width + i]!);
     for (const layer of layers) {
       const next = new Array<number>(layer.outFeatures);
       for (let o = 0; o < layer.outFeatures; o++) {
@@ -87,6 +89,45 @@ function mlpReference(layers: readonly DenseLayer[], x: Float32Array, rows: numb
     out.push(h[0]!);
   }
   return out;
+}
+
+/**
+ * ctr_deep in float64: embed each id, concatenate after the dense features, layer-norm
+ * each row (population variance, as ONNX specifies), then the MLP.
+ */
+function ctrDeepReference(dense: Float32Array, ids: BigInt64Array, rows: number): number[] {
+  const p = ctrDeepParams();
+  const { denseFeatures: nd, categoricalFields: nf, embeddingDim: de, layerNormEpsilon } = CTR_DEEP_SHAPE;
+  const w = CTR_DEEP_CONCAT_WIDTH;
+  const normalized = new Array<number>(rows * w);
+  for (let r = 0; r < rows; r++) {
+    const x: number[] = Array.from(dense.subarray(r * nd, (r + 1) * nd));
+    for (let f = 0; f < nf; f++) {
+      const id = Number(ids[r * nf + f]!);
+      x.push(...p.embedding.subarray(id * de, (id + 1) * de));
+    }
+    const mean = x.reduce((a, b) => a + b, 0) / w;
+    const variance = x.reduce((a, b) => a + (b - mean) ** 2, 0) / w;
+    const inv = 1 / Math.sqrt(variance + layerNormEpsilon);
+    for (let i = 0; i < w; i++) normalized[r * w + i] = (x[i]! - mean) * inv * p.lnScale[i]! + p.lnBias[i]!;
+  }
+  return mlpReference(p.layers, normalized, rows);
+}
+
+function randomIds(rows: number, seed: number): BigInt64Array {
+  const rng = new SeededRandom(seed);
+  return BigInt64Array.from({ length: rows * CTR_DEEP_SHAPE.categoricalFields }, () => BigInt(rng.int(CTR_DEEP_SHAPE.vocabulary)));
+}
+
+async function runCtrDeep(dense: Float32Array, ids: BigInt64Array, rows: number): Promise<Float32Array> {
+  const s = await session('ctr_deep');
+  const result = await s.run({
+    dense: new ort.Tensor('float32', dense, [rows, CTR_DEEP_SHAPE.denseFeatures]),
+    categorical: new ort.Tensor('int64', ids, [rows, CTR_DEEP_SHAPE.categoricalFields]),
+  });
+  const y = result['probability'];
+  expect(y?.dims).toEqual([rows, 1]);
+  return y!.data as Float32Array;
 }
 
 /** Walk every tree from its root (BRANCH_LEQ: true branch when x <= threshold), sum leaves. */
@@ -136,6 +177,43 @@ describe('ctr_mlp', () => {
     expect(stddev(y)).toBeGreaterThan(0.05);
     expect(Math.min(...y)).toBeGreaterThan(0.001);
     expect(Math.max(...y)).toBeLessThan(0.999);
+  });
+});
+
+describe('ctr_deep', () => {
+  it('matches a JS forward pass (embedding, concat, layer norm, MLP) over the same weights', async () => {
+    const rows = 32;
+    const dense = randomFeatures(rows, CTR_DEEP_SHAPE.denseFeatures, 401);
+    const ids = randomIds(rows, 402);
+    // The extremes of the vocabulary are valid ids.
+    ids[0] = 0n;
+    ids[1] = BigInt(CTR_DEEP_SHAPE.vocabulary - 1);
+    expectClose(await runCtrDeep(dense, ids, rows), ctrDeepReference(dense, ids, rows));
+  });
+
+  it('is not saturated: probabilities spread across (0, 1)', async () => {
+    const y = await runCtrDeep(randomFeatures(256, CTR_DEEP_SHAPE.denseFeatures, 403), randomIds(256, 404), 256);
+    expect(stddev(y)).toBeGreaterThan(0.05);
+    expect(Math.min(...y)).toBeGreaterThan(0.001);
+    expect(Math.max(...y)).toBeLessThan(0.999);
+  });
+
+  it('declares INT64 ids, max_batch_size 256 and a KIND_GPU instance on device 0', async () => {
+    const text = await readFile(join(repo, 'ctr_deep', 'config.pbtxt'), 'utf8');
+    expect(text).toMatch(/^max_batch_size: 256$/m);
+    expect(text).toMatch(/name: "dense"\s*data_type: TYPE_FP32\s*dims: \[ 13 \]/);
+    expect(text).toMatch(/name: "categorical"\s*data_type: TYPE_INT64\s*dims: \[ 8 \]/);
+    expect(text).toMatch(/name: "probability"\s*data_type: TYPE_FP32\s*dims: \[ 1 \]/);
+    expect(text).toMatch(/dynamic_batching \{[^}]*max_queue_delay_microseconds: 100\s*\}/);
+    expect(text).toMatch(/instance_group \[\s*\{\s*count: 1\s*kind: KIND_GPU\s*gpus: \[ 0 \]\s*\}\s*\]/);
+  });
+
+  it('exposes both inputs with the symbolic batch dimension', async () => {
+    const s = await session('ctr_deep');
+    expect(s.inputMetadata).toEqual([
+      { name: 'dense', isTensor: true, type: 'float32', shape: ['batch', 13] },
+      { name: 'categorical', isTensor: true, type: 'int64', shape: ['batch', 8] },
+    ]);
   });
 });
 
