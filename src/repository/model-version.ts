@@ -87,6 +87,7 @@ export class ModelVersion {
   private current: WorkerGeneration | undefined;
   /** A CPU pool being started on demand (native versions), shared by the tasks that wait for it. */
   private poolStarting: Promise<WorkerGeneration> | undefined;
+  /** Generation 1 is started at load (onnxruntime versions); later ones count on from 2. */
   private nextGeneration = 2;
   /** Set for a version selected for the native executor. */
   private nativeValue: VersionExecutor | undefined;
@@ -168,7 +169,11 @@ export class ModelVersion {
     return this.poolStarting.then((generation) => generation.pool);
   }
 
-  private async startOnDemand(): Promise<WorkerGeneration> {
+  /**
+   * Starts the next generation's pool and warms it with the load's plan; a
+   * pool that fails to start or warm is closed and its owner destroyed.
+   */
+  private async startGeneration(): Promise<WorkerGeneration> {
     const number = this.nextGeneration++;
     const owner = this.memory.createGenerationOwner(number);
     let pool: ModelPool | undefined;
@@ -180,14 +185,19 @@ export class ModelVersion {
       this.memory.destroyGenerationOwner(owner);
       throw err;
     }
+    return { number, owner, pool };
+  }
+
+  private async startOnDemand(): Promise<WorkerGeneration> {
+    const generation = await this.startGeneration();
     // Charged best-effort: the requests waiting for this pool must not fail on it.
     try {
-      this.memory.chargeFootprint(pool.footprintBytes);
+      this.memory.chargeFootprint(generation.pool.footprintBytes);
     } catch {
       // Over the host quota: the pool still serves; the patrol and metrics show the usage.
     }
-    this.current = { number, owner, pool };
-    return this.current;
+    this.current = generation;
+    return generation;
   }
 
   /** A native version is back on its executor: the CPU pool finishes its tasks and goes, with its host footprint. */
@@ -238,17 +248,7 @@ export class ModelVersion {
     const started = performance.now();
     const old = this.current;
     if (old === undefined) throw new Error('version runs on the native executor: it has no worker pool');
-    const number = Math.max(old.number + 1, this.nextGeneration++);
-    const owner = this.memory.createGenerationOwner(number);
-    let pool: ModelPool | undefined;
-    try {
-      pool = await this.startPool(number, owner);
-      await pool.warmUp(this.plan ?? { samples: [], delayMs: 0 });
-    } catch (err) {
-      await pool?.close();
-      this.memory.destroyGenerationOwner(owner);
-      throw err;
-    }
+    const { number, owner, pool } = await this.startGeneration();
     if (this.stateValue !== 'READY') {
       // Unloaded meanwhile (unload waits for this restart): never switch to it.
       await pool.close();

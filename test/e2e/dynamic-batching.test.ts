@@ -5,7 +5,6 @@
  * DEADLINE_EXCEEDED and is never executed; a tenant whose batch memory does
  * not fit is refused while another tenant is served.
  */
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as ort from 'onnxruntime-node';
@@ -15,24 +14,11 @@ import { writeModelFiles } from '../../models/lib/repository-writer.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { TensorProto_DataType } from '../../src/generated/onnx/onnx_pb.js';
 import { scrape } from './helpers/probes.js';
-import { tempRepository } from './helpers/repositories.js';
+import { ctrVariant, tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
 
 let served: ServedRepository;
-
-/** ctr_mlp's model under another name and config (its I/O: features FP32 [32] → score FP32 [1]). */
-async function ctrVariant(dir: string, name: string, extra: string): Promise<void> {
-  await mkdir(path.join(dir, name, '1'), { recursive: true });
-  await copyFile(path.join(dir, 'ctr_mlp', '1', 'model.onnx'), path.join(dir, name, '1', 'model.onnx'));
-  await writeFile(
-    path.join(dir, name, 'config.pbtxt'),
-    `name: "${name}"\nmax_batch_size: 64\n` +
-      'input [ { name: "features" data_type: TYPE_FP32 dims: [ 32 ] } ]\n' +
-      'output [ { name: "score" data_type: TYPE_FP32 dims: [ 1 ] } ]\n' +
-      extra,
-  );
-}
 
 beforeAll(async () => {
   served = await serveRepository(

@@ -7,7 +7,6 @@
  * errors with no failed request: a transient error comes back to the executor,
  * a lost device leaves the server degraded but answering.
  */
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as ort from 'onnxruntime-node';
@@ -15,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { SeededRandom } from '../../models/lib/seeded-random.js';
 import { httpJson, scrape } from './helpers/probes.js';
-import { directRun, tempRepository } from './helpers/repositories.js';
+import { ctrVariant, directRun, modelVariant, tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
 
@@ -26,29 +25,16 @@ let deepModelPath: string;
 const NATIVE = 'parameters { key: "executor" value: { string_value: "native" } }\n';
 const tenant = (name: string) => `parameters { key: "tenant" value: { string_value: "${name}" } }\n`;
 
-/** ctr_mlp's model under another name and config (features FP32 [32] → score FP32 [1]). */
-async function ctrVariant(dir: string, name: string, extra: string, source = 'ctr_mlp'): Promise<void> {
-  await mkdir(path.join(dir, name, '1'), { recursive: true });
-  await copyFile(path.join(dir, source, '1', 'model.onnx'), path.join(dir, name, '1', 'model.onnx'));
-  await writeFile(
-    path.join(dir, name, 'config.pbtxt'),
-    `name: "${name}"\nmax_batch_size: 64\n` +
-      'input [ { name: "features" data_type: TYPE_FP32 dims: [ 32 ] } ]\n' +
-      'output [ { name: "score" data_type: TYPE_FP32 dims: [ 1 ] } ]\n' +
-      extra,
-  );
-}
-
 beforeAll(async () => {
   served = await serveRepository(
     tempRepository(async (dir) => {
       await writeSampleRepository(dir, { only: ['ctr_mlp', 'fraud_gbdt', 'ctr_deep'] });
       deepModelPath = path.join(dir, 'ctr_deep', '1', 'model.onnx');
       // The CTR-shaped sample (embedding Gathers, Concat, LayerNormalization, MLP) forced native.
-      await mkdir(path.join(dir, 'deep_native', '1'), { recursive: true });
-      await copyFile(deepModelPath, path.join(dir, 'deep_native', '1', 'model.onnx'));
-      await writeFile(
-        path.join(dir, 'deep_native', 'config.pbtxt'),
+      await modelVariant(
+        dir,
+        'ctr_deep',
+        'deep_native',
         'name: "deep_native"\nmax_batch_size: 256\n' +
           'input [ { name: "dense" data_type: TYPE_FP32 dims: [ 13 ] }, { name: "categorical" data_type: TYPE_INT64 dims: [ 8 ] } ]\n' +
           'output [ { name: "probability" data_type: TYPE_FP32 dims: [ 1 ] } ]\n' +
@@ -64,10 +50,10 @@ beforeAll(async () => {
       // Forced native with 2 instances, for the device-loss test at the end.
       await ctrVariant(dir, 'ctr_native_b', NATIVE + 'instance_group [ { kind: KIND_CPU count: 2 } ]\n');
       // The executor cannot run a tree ensemble: forced native fails the load by op and node.
-      await mkdir(path.join(dir, 'gbdt_native', '1'), { recursive: true });
-      await copyFile(path.join(dir, 'fraud_gbdt', '1', 'model.onnx'), path.join(dir, 'gbdt_native', '1', 'model.onnx'));
-      await writeFile(
-        path.join(dir, 'gbdt_native', 'config.pbtxt'),
+      await modelVariant(
+        dir,
+        'fraud_gbdt',
+        'gbdt_native',
         'name: "gbdt_native"\nmax_batch_size: 64\n' +
           'input [ { name: "features" data_type: TYPE_FP32 dims: [ 16 ] } ]\n' +
           'output [ { name: "probability" data_type: TYPE_FP32 dims: [ 1 ] } ]\n' +
