@@ -1,51 +1,98 @@
 /**
- * Errors that carry their gRPC status. Every handler converts failures through
- * `toServiceError`, the single place where an exception becomes a status, so
- * clients always get the right code and a message naming what was wrong.
+ * Errors that carry their kind (error-kinds.ts). Every gRPC handler converts
+ * failures through `toServiceError`, the single place where an exception
+ * becomes a status, so clients always get the right code and a message naming
+ * what was wrong; the HTTP front door maps the same kinds through
+ * `httpStatusOf`, so one failure reads the same on every path.
  */
-import { status, type ServiceError, Metadata } from '@grpc/grpc-js';
-import { NativeError, type NativeStatusCode } from '../native/native-error.js';
-import { DeadlineExceededError, WorkerCrashedError } from '../workers/model-pool.js';
+import { type status, type ServiceError, Metadata } from '@grpc/grpc-js';
+import { NativeError } from '../native/native-error.js';
+import {
+  grpcStatusOf,
+  isErrorKind,
+  kindOfGrpcStatus,
+  kindOfNativeCode,
+  kindOfRejection,
+  type ErrorKind,
+} from './error-kinds.js';
 
 export class ServingError extends Error {
-  override readonly name = 'ServingError';
-  constructor(readonly code: status, message: string) {
+  override readonly name: string = 'ServingError';
+  readonly kind: ErrorKind;
+  /** The gRPC status of `kind`. */
+  readonly code: status;
+
+  /** `kind` is an ErrorKind; a gRPC status is accepted and classified with kindOfGrpcStatus. */
+  constructor(kind: ErrorKind | status, message: string) {
     super(message);
+    this.kind = typeof kind === 'number' ? kindOfGrpcStatus(kind) : kind;
+    this.code = grpcStatusOf(this.kind);
   }
 }
 
-export const invalidArgument = (message: string): ServingError =>
-  new ServingError(status.INVALID_ARGUMENT, message);
-export const notFound = (message: string): ServingError => new ServingError(status.NOT_FOUND, message);
-export const unavailable = (message: string): ServingError =>
-  new ServingError(status.UNAVAILABLE, message);
-export const unimplemented = (message: string): ServingError =>
-  new ServingError(status.UNIMPLEMENTED, message);
-export const internal = (message: string): ServingError => new ServingError(status.INTERNAL, message);
+export const invalidArgument = (message: string): ServingError => new ServingError('invalid', message);
+export const notFound = (message: string): ServingError => new ServingError('not_found', message);
+export const unavailable = (message: string): ServingError => new ServingError('unavailable', message);
+export const unimplemented = (message: string): ServingError => new ServingError('unimplemented', message);
+export const internal = (message: string): ServingError => new ServingError('internal', message);
 
-/** Maps any thrown value to the status and message a client sees. */
-export function toServiceError(err: unknown): Partial<ServiceError> & { code: status; details: string } {
-  if (err instanceof ServingError) return serviceError(err.code, err.message);
-  if (err instanceof WorkerCrashedError) return serviceError(status.UNAVAILABLE, err.message);
-  if (err instanceof DeadlineExceededError) return serviceError(status.DEADLINE_EXCEEDED, err.message);
-  // The native message is for clients; the operation prefix of err.message is for logs.
-  if (err instanceof NativeError) return serviceError(NATIVE_STATUS[err.code], err.nativeMessage);
-  // Anything else escaped from onnxruntime or from a bug: INTERNAL, with its message.
-  const message = err instanceof Error ? err.message : String(err);
-  return serviceError(status.INTERNAL, `inference failed: ${message}`);
+/** The worker running a request died, and so did the one retry. */
+export class WorkerCrashedError extends ServingError {
+  override readonly name = 'WorkerCrashedError';
+  constructor(message: string) {
+    super('worker_crashed', message);
+  }
 }
 
-// Native status codes are gRPC's, by name.
-const NATIVE_STATUS: Readonly<Record<NativeStatusCode, status>> = {
-  INVALID_ARGUMENT: status.INVALID_ARGUMENT,
-  NOT_FOUND: status.NOT_FOUND,
-  FAILED_PRECONDITION: status.FAILED_PRECONDITION,
-  RESOURCE_EXHAUSTED: status.RESOURCE_EXHAUSTED,
-  UNAVAILABLE: status.UNAVAILABLE,
-  DEADLINE_EXCEEDED: status.DEADLINE_EXCEEDED,
-  INTERNAL: status.INTERNAL,
+/** A request's deadline passed before a worker could start it. */
+export class DeadlineExceededError extends ServingError {
+  override readonly name = 'DeadlineExceededError';
+  constructor(message: string) {
+    super('deadline', message);
+  }
+}
+
+/**
+ * Errors from the worker pool that predate WorkerCrashedError and
+ * DeadlineExceededError living here, recognised by name. TRANSITIONAL: remove
+ * once workers/model-pool.ts throws the classes above.
+ */
+const KIND_BY_NAME: Readonly<Record<string, ErrorKind>> = {
+  WorkerCrashedError: 'worker_crashed',
+  DeadlineExceededError: 'deadline',
 };
 
-function serviceError(code: status, details: string): Partial<ServiceError> & { code: status; details: string } {
-  return { code, details, message: details, metadata: new Metadata() };
+/** A failure's kind and the message a client sees for it. */
+export interface Classified {
+  readonly kind: ErrorKind;
+  readonly message: string;
+}
+
+/** Classifies any thrown value: its kind and the message clients see. */
+export function classifyError(err: unknown): Classified {
+  if (err instanceof ServingError) return { kind: err.kind, message: err.message };
+  if (err instanceof NativeError) {
+    // A batcher rejection says why in `reason`; other native failures by their code.
+    // The native message is for clients; the operation prefix of err.message is for logs.
+    const reason = (err as { reason?: unknown }).reason;
+    const kind = (typeof reason === 'string' ? kindOfRejection(reason) : undefined) ?? kindOfNativeCode(err.code);
+    return { kind, message: err.nativeMessage };
+  }
+  if (err instanceof Error) {
+    const tagged = (err as { kind?: unknown }).kind;
+    if (isErrorKind(tagged)) return { kind: tagged, message: err.message };
+    const named = KIND_BY_NAME[err.name];
+    if (named !== undefined) return { kind: named, message: err.message };
+  }
+  // Anything else escaped from onnxruntime or from a bug: internal, with its message.
+  const message = err instanceof Error ? err.message : String(err);
+  return { kind: 'internal', message: `inference failed: ${message}` };
+}
+
+export type GrpcFailure = Partial<ServiceError> & { code: status; details: string };
+
+/** Maps any thrown value to the gRPC status and message a client sees (its kind: classifyError). */
+export function toServiceError(err: unknown): GrpcFailure {
+  const { kind, message } = classifyError(err);
+  return { code: grpcStatusOf(kind), details: message, message, metadata: new Metadata() };
 }

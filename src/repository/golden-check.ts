@@ -27,11 +27,11 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { ModelInferRequestSchema, type ModelInferRequest } from '../generated/grpc_service_pb.js';
-import type { ModelSignature } from '../server/model-signature.js';
+import type { ModelSignature } from '../tensor/model-signature.js';
 import { decodeBytesTensor, encodeBytesTensor } from '../tensor/bytes-codec.js';
 import { elementCount, formatShape } from '../tensor/shape.js';
 import { typedArrayBytes, wireTypeInfo, type NumericArray, type WireDatatype } from '../tensor/wire-types.js';
-import { prepareInference } from '../server/infer-request.js';
+import { prepareInference } from '../tensor/infer-request.js';
 import { epochMs, inlineOutputs, type InferResult, type InferTask, type TensorPayload } from '../workers/worker-protocol.js';
 
 export const GOLDEN_FOLDER = 'golden';

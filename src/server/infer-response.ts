@@ -11,7 +11,7 @@ import {
 import { elementCount, resolveReshape } from '../tensor/shape.js';
 import { typedArrayBytes, type NumericArray } from '../tensor/wire-types.js';
 import type { TensorPayload } from '../workers/worker-protocol.js';
-import type { TensorSpec } from './model-signature.js';
+import type { TensorSpec } from '../tensor/model-signature.js';
 import { internal } from '../common/serving-error.js';
 
 export function buildInferResponse(

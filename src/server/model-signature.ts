@@ -1,59 +1,7 @@
 /**
- * The request-facing view of a model version, derived once at load time from
- * its completed ModelConfig: what a ModelInfer request must look like and what
- * the model returns. The request path consults only this, never the config.
+ * TRANSITIONAL re-export: the model signature moved to tensor/model-signature.ts
+ * (below the repository, which derives it). Remove once its remaining importers
+ * (repository/model-version.ts, native-loader.ts, warmup-samples.ts,
+ * executor/version-executor.ts, batching/version-batcher.ts) import it from there.
  */
-import type { ModelConfig, ModelInput, ModelOutput } from '../generated/model_config_pb.js';
-import { dataTypeToWire } from '../repository/datatypes.js';
-import { isWireDatatype, wireToOrtType, type OrtTensorType, type WireDatatype } from '../tensor/wire-types.js';
-
-export interface TensorSpec {
-  readonly name: string;
-  readonly datatype: WireDatatype;
-  readonly ortType: OrtTensorType;
-  /** Dims per the config, batch dimension excluded; -1 = variable. */
-  readonly dims: readonly number[];
-  /** The shape the model itself sees (config `reshape`), batch excluded; undefined = same as dims. */
-  readonly reshape: readonly number[] | undefined;
-}
-
-export interface ModelSignature {
-  readonly name: string;
-  readonly maxBatchSize: number;
-  readonly inputs: readonly TensorSpec[];
-  readonly outputs: readonly TensorSpec[];
-  readonly inputsByName: ReadonlyMap<string, TensorSpec>;
-  readonly outputsByName: ReadonlyMap<string, TensorSpec>;
-}
-
-export function signatureFromConfig(config: ModelConfig): ModelSignature {
-  const inputs = config.input.map((input) => tensorSpec(config.name, input));
-  const outputs = config.output.map((output) => tensorSpec(config.name, output));
-  return {
-    name: config.name,
-    maxBatchSize: config.maxBatchSize,
-    inputs,
-    outputs,
-    inputsByName: new Map(inputs.map((spec) => [spec.name, spec])),
-    outputsByName: new Map(outputs.map((spec) => [spec.name, spec])),
-  };
-}
-
-/** The full shape clients see in metadata: a leading -1 batch dim when batching. */
-export function externalShape(signature: ModelSignature, spec: TensorSpec): number[] {
-  return signature.maxBatchSize > 0 ? [-1, ...spec.dims] : [...spec.dims];
-}
-
-function tensorSpec(model: string, tensor: ModelInput | ModelOutput): TensorSpec {
-  const datatype = dataTypeToWire(tensor.dataType);
-  if (datatype === undefined || !isWireDatatype(datatype)) {
-    throw new Error(`model '${model}' tensor '${tensor.name}': datatype ${datatype ?? tensor.dataType} is not supported by onnxruntime-node`);
-  }
-  return {
-    name: tensor.name,
-    datatype,
-    ortType: wireToOrtType(datatype),
-    dims: tensor.dims.map(Number),
-    reshape: tensor.reshape ? tensor.reshape.shape.map(Number) : undefined,
-  };
-}
+export * from '../tensor/model-signature.js';

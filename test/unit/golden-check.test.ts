@@ -2,8 +2,8 @@ import { create } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
 import { DataType, ModelConfigSchema } from '../../src/generated/model_config_pb.js';
 import { compareGolden, goldenRequest, parseGoldenCase, GoldenCheckError } from '../../src/repository/golden-check.js';
-import { prepareInference } from '../../src/server/infer-request.js';
-import { signatureFromConfig } from '../../src/server/model-signature.js';
+import { prepareInference } from '../../src/tensor/infer-request.js';
+import { signatureFromConfig } from '../../src/tensor/model-signature.js';
 import { encodeBytesTensor } from '../../src/tensor/bytes-codec.js';
 import type { TensorPayload } from '../../src/workers/worker-protocol.js';
 

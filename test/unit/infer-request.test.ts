@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { ServingError } from '../../src/common/serving-error.js';
 import { ModelInferRequestSchema, type ModelInferRequest } from '../../src/generated/grpc_service_pb.js';
 import { DataType, ModelConfigSchema } from '../../src/generated/model_config_pb.js';
-import { prepareInference } from '../../src/server/infer-request.js';
-import { signatureFromConfig } from '../../src/server/model-signature.js';
+import { prepareInference } from '../../src/tensor/infer-request.js';
+import { signatureFromConfig } from '../../src/tensor/model-signature.js';
 import type { ArenaTensorPayload, TensorPayload } from '../../src/workers/worker-protocol.js';
 import { Arena } from '../../src/native/arena.js';
 

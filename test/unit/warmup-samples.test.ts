@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseModelConfigText, validateModelConfig } from '../../src/repository/model-config.js';
 import { buildWarmupSamples, warmupDelayMs, WarmupConfigError } from '../../src/repository/warmup-samples.js';
-import { signatureFromConfig } from '../../src/server/model-signature.js';
+import { signatureFromConfig } from '../../src/tensor/model-signature.js';
 import { decodeBytesTensor, encodeBytesTensor } from '../../src/tensor/bytes-codec.js';
 
 let modelDir: string;

@@ -2,7 +2,7 @@
  * Server- and model-level query RPCs: liveness, readiness, metadata, config.
  */
 import { create } from '@bufbuild/protobuf';
-import { status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import {
   ModelConfigResponseSchema,
   ModelMetadataResponseSchema,
@@ -16,7 +16,7 @@ import {
 } from '../../generated/grpc_service_pb.js';
 import type { ModelManager } from '../../repository/model-manager.js';
 import { ServingError } from '../../common/serving-error.js';
-import { externalShape } from '../model-signature.js';
+import { externalShape } from '../../tensor/model-signature.js';
 import { unary } from '../unary.js';
 
 export interface ServerIdentity {
@@ -45,7 +45,7 @@ export function serverHandlers(models: ModelManager, server: ServerIdentity): Un
         return create(ModelReadyResponseSchema, { ready: models.resolve(request.name, request.version).state === 'READY' });
       } catch (err) {
         // Known-but-not-ready answers false; an unknown model or version is an error, as in Triton.
-        if (err instanceof ServingError && models.isKnown(request.name) && err.code !== status.NOT_FOUND) {
+        if (err instanceof ServingError && models.isKnown(request.name) && err.kind !== 'not_found') {
           return create(ModelReadyResponseSchema, { ready: false });
         }
         throw err;

@@ -1,0 +1,92 @@
+/**
+ * The repository on disk, `DIR/<model>/config.pbtxt` and
+ * `DIR/<model>/<version>/model.onnx`, and the settings a model's config gives
+ * its load (tenant, instances, threads, declared footprint). Reads the file
+ * system, keeps no state.
+ */
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../generated/model_config_pb.js';
+import { DEFAULT_TENANT, parseByteSize } from '../tenancy/tenant-config.js';
+import { ModelConfigError, parseModelConfigText } from './model-config.js';
+
+export const MODEL_FILENAME = 'model.onnx';
+export const CONFIG_FILENAME = 'config.pbtxt';
+
+/**
+ * Model directory names in the repository, sorted. A directory is a model
+ * when it holds a config.pbtxt or a numeric version directory; anything else
+ * (such as the sample repository's generator code) is not a model.
+ */
+export async function scanRepository(repository: string): Promise<string[]> {
+  const entries = await readdir(repository, { withFileTypes: true });
+  const names: string[] = [];
+  for (const entry of entries) {
+    if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
+    if (await isModelDirectory(path.join(repository, entry.name))) names.push(entry.name);
+  }
+  return names.sort();
+}
+
+async function isModelDirectory(dir: string): Promise<boolean> {
+  if (existsSync(path.join(dir, CONFIG_FILENAME))) return true;
+  const entries = await readdir(dir, { withFileTypes: true });
+  return entries.some((e) => e.isDirectory() && /^\d+$/.test(e.name));
+}
+
+/** The model's parsed config.pbtxt; undefined when it has none (completed from the ONNX model). */
+export async function readModelConfig(name: string, modelDir: string, log: Logger): Promise<ModelConfig | undefined> {
+  const file = path.join(modelDir, CONFIG_FILENAME);
+  if (!existsSync(file)) {
+    log.info({ model: name }, 'no config.pbtxt: completing the config from the ONNX model');
+    return undefined;
+  }
+  const { config, warnings } = parseModelConfigText(await readFile(file, 'utf8'), file);
+  for (const warning of warnings) log.warn({ model: name }, warning);
+  return config;
+}
+
+/** Version numbers on disk: numeric directories holding the model file. */
+export async function availableVersions(modelDir: string, config: ModelConfig | undefined): Promise<number[]> {
+  const filename = config?.defaultModelFilename || MODEL_FILENAME;
+  const entries = await readdir(modelDir, { withFileTypes: true });
+  return entries
+    .filter((e) => e.isDirectory() && /^\d+$/.test(e.name) && existsSync(path.join(modelDir, e.name, filename)))
+    .map((e) => Number(e.name));
+}
+
+/** The tenant a model's memory is charged to: config parameter `tenant`, else `default`. */
+export function modelTenant(config: ModelConfig | undefined): string {
+  return config?.parameters['tenant']?.stringValue || DEFAULT_TENANT;
+}
+
+/**
+ * A footprint the config declares (parameter `memory_footprint_bytes`, e.g.
+ * "512MiB"), charged instead of the measurement: for models whose sessions
+ * allocate lazily, and for deterministic tests.
+ */
+export function declaredFootprint(config: ModelConfig | undefined, file: string): number | undefined {
+  const value = config?.parameters['memory_footprint_bytes']?.stringValue;
+  if (value === undefined) return undefined;
+  try {
+    return parseByteSize(value, 'parameter memory_footprint_bytes');
+  } catch (err) {
+    throw new ModelConfigError(file, undefined, err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** Triton sums the counts of every instance group; a missing group means one instance. */
+export function instanceCount(config: ModelConfig | undefined): number {
+  const groups = config?.instanceGroup ?? [];
+  if (groups.length === 0) return 1;
+  return groups.reduce((sum, group) => sum + Math.max(1, group.count || 1), 0);
+}
+
+/** Triton's onnxruntime backend reads `intra_op_thread_count` from the config parameters. */
+export function intraOpThreads(config: ModelConfig | undefined, fallback: number): number {
+  const value = config?.parameters['intra_op_thread_count']?.stringValue;
+  const parsed = value === undefined ? NaN : Number(value);
+  return Number.isInteger(parsed) && parsed > 0 ? parsed : fallback;
+}

@@ -1,0 +1,303 @@
+/**
+ * Loads a model's versions: reads its config, selects versions by policy,
+ * starts each version's worker pool (or the native executor), completes and
+ * validates the config, charges its memory, then warms it up and runs its
+ * golden checks; a version turns READY only after all of that. The registry
+ * (model-registry.ts) records the outcome.
+ *
+ * A model that fails to load fails alone: its state and reason are recorded
+ * and the error says why, with its kind. Main thread only.
+ */
+import { existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { internal, invalidArgument, notFound, ServingError } from '../common/serving-error.js';
+import { ARENA_NAME, type ServerMemory } from '../tenancy/server-memory.js';
+import { ModelPool } from '../workers/model-pool.js';
+import { createSessionCreationLock } from '../workers/session-footprint.js';
+import type { Owner } from '../native/arena.js';
+import { VersionBatcher, type VersionBatcherHooks } from '../batching/version-batcher.js';
+import type { DeviceHealth } from '../executor/device-health.js';
+import type { DeviceFallbackReason } from '../observability/metric-names.js';
+import { completeModelConfig } from './config-autocomplete.js';
+import { ModelConfigError, validateModelConfig } from './model-config.js';
+import { GoldenCheckError, loadGoldenCases, runGoldenChecks } from './golden-check.js';
+import { ModelVersion } from './model-version.js';
+import { selectVersions } from './version-policy.js';
+import { VersionMemory } from './version-memory.js';
+import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
+import { leakFault } from './fault-parameters.js';
+import { toTensorInfo } from './tensor-info.js';
+import { loadNativeVersion, selectExecutor } from './native-loader.js';
+import {
+  availableVersions,
+  CONFIG_FILENAME,
+  declaredFootprint,
+  instanceCount,
+  intraOpThreads,
+  MODEL_FILENAME,
+  modelTenant,
+  readModelConfig,
+} from './model-directory.js';
+import type { ModelRecord, ModelRegistry } from './model-registry.js';
+
+export interface ModelLoaderOptions {
+  readonly repository: string;
+  /** Default onnxruntime intra-op threads per worker (config parameter `intra_op_thread_count` overrides). */
+  readonly intraOpThreads: number;
+  readonly faultInjection: boolean;
+  /** Run the default warm-up (batch 1 and max_batch_size) for models without `model_warmup`. */
+  readonly defaultWarmup: boolean;
+  /** The memory ledger: tenants' quotas, model reservations, request buffers. */
+  readonly memory: ServerMemory;
+  /** What dynamic batchers report back (executions, for statistics and metrics). */
+  readonly batching: Omit<VersionBatcherHooks, 'logger'>;
+  readonly logger: Logger;
+  /** Called after any model's readiness may have changed (health endpoints follow it). */
+  readonly onStateChange?: () => void;
+  /** Whether the CUDA device still works (a sticky error moves every executor model to CPU). */
+  readonly deviceHealth: DeviceHealth;
+  /** After a transient device error, how often a model on CPU probes the device. */
+  readonly deviceProbeIntervalMs: number;
+  /** A version moved from the executor to CPU (metrics). */
+  readonly onDeviceFallback?: (version: ModelVersion, reason: DeviceFallbackReason, detail: string) => void;
+}
+
+export class ModelLoader {
+  /** Serialises session creation across every pool, so footprints are measured one at a time. */
+  private readonly footprintLock = createSessionCreationLock();
+
+  constructor(
+    private readonly options: ModelLoaderOptions,
+    private readonly registry: ModelRegistry,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Loads every selected version of `name` into `record` and makes them serve;
+   * the versions they replace unload. On failure the versions already serving
+   * stay, and the error names the model.
+   */
+  async load(name: string, record: ModelRecord, coldStart: boolean): Promise<void> {
+    const started = performance.now();
+    const hadVersions = record.versions.size > 0;
+    if (!hadVersions) {
+      record.state = 'LOADING';
+      record.reason = '';
+      record.reasonVersion = '';
+    }
+    let loaded: ModelVersion[] = [];
+    const failure = { version: '' };
+    try {
+      loaded = await this.loadVersions(name, record, started, failure);
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      const failedVersion = failure.version;
+      if (!hadVersions) {
+        record.state = 'UNAVAILABLE';
+        record.reason = reason;
+        record.reasonVersion = failedVersion;
+      }
+      this.log.error({ model: name, model_version: failedVersion || undefined, error: reason }, 'model failed to load');
+      throw loadFailure(name, err, reason);
+    }
+    const replaced = [...record.versions.values()];
+    record.versions = new Map(loaded.map((v) => [v.version, v]));
+    record.state = 'READY';
+    record.reason = '';
+    record.reasonVersion = '';
+    this.log.info(
+      {
+        model: name,
+        versions: loaded.map((v) => v.version),
+        load_ms: Math.round(performance.now() - started),
+        ...(coldStart ? { cold_start: true } : {}),
+      },
+      coldStart ? 'evicted model reloaded (cold start)' : 'model ready',
+    );
+    // The replaced versions stop taking requests now and finish the ones they hold.
+    await Promise.all(replaced.map((version) => version.unload()));
+  }
+
+  /** `failure.version` names the version that failed warm-up or golden checks. */
+  private async loadVersions(
+    name: string,
+    record: ModelRecord,
+    started: number,
+    failure: { version: string },
+  ): Promise<ModelVersion[]> {
+    const modelDir = path.join(this.options.repository, name);
+    if (!existsSync(modelDir)) {
+      throw notFound(`model '${name}' is not found in repository ${this.options.repository}`);
+    }
+    let config = await readModelConfig(name, modelDir, this.log);
+    const available = await availableVersions(modelDir, config);
+    const selected = selectVersions(config?.versionPolicy, available).sort((a, b) => a - b);
+    if (selected.length === 0) {
+      throw new ModelConfigError(
+        path.join(modelDir, CONFIG_FILENAME), undefined,
+        `no version of model '${name}' matches the version policy; versions on disk: ${available.join(', ') || 'none'}`,
+      );
+    }
+    const versions: ModelVersion[] = [];
+    try {
+      for (const version of selected) {
+        const modelPath = path.join(modelDir, String(version), config?.defaultModelFilename || MODEL_FILENAME);
+        const instances = instanceCount(config);
+        const fileBytes = (await stat(modelPath)).size;
+        const file = path.join(modelDir, CONFIG_FILENAME);
+        const tenant = modelTenant(config);
+        const leak = leakFault(config, this.options.faultInjection, file);
+        const log = this.log;
+        // The same options for every generation: the first here, later ones on restart or on demand.
+        const createPool = (generation: number, owner: Owner) =>
+          ModelPool.create({
+            modelPath,
+            instances,
+            intraOpThreads: intraOpThreads(config, this.options.intraOpThreads),
+            faultInjection: this.options.faultInjection,
+            footprintLock: this.footprintLock,
+            footprintFloorBytes: fileBytes,
+            arenaName: ARENA_NAME,
+            generation,
+            generationOwnerId: owner.id,
+            tenant,
+            leakFault: leak,
+            logger: log,
+          });
+        const startPool = async (generation: number, owner: Owner) => (await createPool(generation, owner)).pool;
+        const selection = selectExecutor(config, this.options.memory, file, this.options.deviceHealth.lost);
+        let note = selection.note;
+        if (selection.native && config !== undefined) {
+          const loaded = await loadNativeVersion(
+            { name, version, config, modelPath, file, tenant, instances, selection, startPool },
+            {
+              memory: this.options.memory,
+              deviceHealth: this.options.deviceHealth,
+              probeIntervalMs: this.options.deviceProbeIntervalMs,
+              logger: this.log,
+              onDeviceFallback: this.options.onDeviceFallback,
+              onStateChange: this.options.onStateChange,
+            },
+          );
+          if ('version' in loaded) {
+            config = loaded.version.config;
+            versions.push(loaded.version);
+            record.loading = [...versions];
+            continue;
+          }
+          note = loaded.note;
+        }
+        const declared = declaredFootprint(config, file);
+        // Charged before any worker starts, so a model that cannot fit costs nothing.
+        const memory = VersionMemory.forLoad(this.options.memory, {
+          tenant,
+          model: name,
+          version,
+          estimateBytes: declared ?? fileBytes * instances,
+          onEvict: () => this.registry.evict(name, version),
+        });
+        let pool: ModelPool | undefined;
+        try {
+          const owner = memory.createGenerationOwner(1);
+          const created = await createPool(1, owner);
+          pool = created.pool;
+          config = completeModelConfig(config, name, toTensorInfo(created.io), { file });
+          const { warnings } = validateModelConfig(config, { file, modelName: name });
+          if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
+          const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances);
+          if (note !== '') {
+            loaded.setExecutorNote(note);
+            this.log.warn({ model: name, model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');
+          }
+          versions.push(loaded);
+          record.loading = [...versions];
+        } catch (err) {
+          await pool?.close();
+          memory.destroy();
+          throw err;
+        }
+      }
+      await this.prepareVersions(modelDir, versions, started, (label) => (failure.version = label ?? ''));
+    } catch (err) {
+      // A failed load leaves nothing behind: close the pools already started.
+      const reason = err instanceof Error ? err.message : String(err);
+      await Promise.all(versions.map((v) => v.unload(reason)));
+      throw err;
+    } finally {
+      record.loading = [];
+    }
+    return versions;
+  }
+
+  /**
+   * Warms every worker of each version, then runs the model's golden checks on
+   * it; a version turns READY only after both. `onVersion` names the version
+   * being prepared, so a failure can be reported against it.
+   */
+  private async prepareVersions(
+    modelDir: string,
+    versions: readonly ModelVersion[],
+    started: number,
+    onVersion: (label: string | undefined) => void,
+  ): Promise<void> {
+    const golden = await loadGoldenCases(modelDir);
+    for (const version of versions) {
+      onVersion(version.versionLabel);
+      const fields = { model: version.modelName, model_version: version.versionLabel, tenant: version.tenant };
+      const samples = await buildWarmupSamples(version.config, version.signature, {
+        modelDir,
+        defaultWarmup: this.options.defaultWarmup,
+      });
+      const report = await version.warmUp({ samples, delayMs: warmupDelayMs(version.config, this.options.faultInjection) });
+      // Every worker has reported its session's footprint by now: charge what was measured.
+      const declared = declaredFootprint(version.config, path.join(modelDir, CONFIG_FILENAME));
+      version.memory.settle(declared ?? version.measuredFootprintBytes);
+      this.log.info(
+        { ...fields, footprint_bytes: version.memory.reservedBytes, measured: declared === undefined },
+        'model memory charged to tenant',
+      );
+      for (const warning of report.warnings) this.log.warn(fields, `default ${warning} (the model still turns ready)`);
+      if (golden.length > 0) {
+        version.setLoadingReason('running golden checks');
+        await runGoldenChecks(golden, version.signature, (task, transfer) => version.run(task, transfer));
+      }
+      const seconds = (performance.now() - started) / 1000;
+      version.markReady(seconds);
+      const batcher = VersionBatcher.forVersion(version, { ...this.options.batching, logger: this.log });
+      if (batcher !== undefined) version.attachBatcher(batcher);
+      this.log.info(
+        {
+          ...fields,
+          load_ms: Math.round(seconds * 1000),
+          warmup_samples: samples.length,
+          warmup_runs: report.runsPerWorker,
+          warmup_workers: report.workers,
+          warmup_ms: Math.round(report.maxWorkerMs),
+          golden_cases: golden.length,
+        },
+        'model version ready',
+      );
+      this.options.onStateChange?.();
+    }
+    onVersion(undefined);
+  }
+}
+
+/**
+ * The error a failed load answers with. A ServingError keeps its kind (a quota
+ * failure is prefixed with the model, other messages already name it); a bad
+ * config or warm-up block is invalid, failed golden checks a precondition,
+ * anything else internal.
+ */
+export function loadFailure(name: string, err: unknown, reason: string): ServingError {
+  if (err instanceof ServingError) {
+    return new ServingError(err.kind, err.kind === 'over_quota' ? `failed to load model '${name}': ${reason}` : reason);
+  }
+  if (err instanceof ModelConfigError || err instanceof WarmupConfigError) {
+    return invalidArgument(`failed to load model '${name}': ${reason}`);
+  }
+  if (err instanceof GoldenCheckError) return new ServingError('precondition', `failed to load model '${name}': ${reason}`);
+  return internal(`failed to load model '${name}': ${reason}`);
+}

@@ -1,0 +1,214 @@
+/**
+ * What the repository has loaded: one record per model directory, which
+ * version serves a request, the repository index, start-up readiness, and the
+ * book-keeping of an eviction. It loads nothing itself (model-loader.ts does).
+ * Main thread only.
+ */
+import type { Logger } from 'pino';
+import { invalidArgument, notFound, unavailable } from '../common/serving-error.js';
+import type { ModelVersion } from './model-version.js';
+
+/** Triton's repository index states. */
+export type ModelState = 'READY' | 'LOADING' | 'UNLOADING' | 'UNAVAILABLE';
+
+export interface ModelIndexEntry {
+  readonly name: string;
+  readonly version: string;
+  readonly state: ModelState;
+  readonly reason: string;
+  /** Where the version's batches run now ('native-cuda', 'native-host', 'onnxruntime'); absent without a loaded version. */
+  readonly executor?: string;
+  /** Why it runs on onnxruntime although the executor was asked for. */
+  readonly executorReason?: string;
+}
+
+/** Book-keeping for one model directory. */
+export interface ModelRecord {
+  /** The versions that serve (READY) or are draining (UNLOADING). */
+  versions: Map<number, ModelVersion>;
+  /** Versions of a load in progress (LOADING), shown in the index until they serve or fail. */
+  loading: ModelVersion[];
+  state: ModelState;
+  reason: string;
+  /** The version a failed load failed on, when the failure was version-specific ('' otherwise). */
+  reasonVersion: string;
+  /** Serialises load/unload of this model. */
+  transition: Promise<void>;
+  /** The cold-start reload of an evicted model, shared by the requests that wait for it. */
+  reloading: Promise<void> | undefined;
+}
+
+/** The reason an idle model unloaded to make room for another shows in RepositoryIndex. */
+export const EVICTED_REASON = 'evicted (LRU)';
+
+export class ModelRegistry {
+  private readonly models = new Map<string, ModelRecord>();
+  private readonly startupModels = new Set<string>();
+
+  constructor(
+    private readonly log: Logger,
+    /** Called after any model's readiness may have changed. */
+    private readonly onStateChange: (() => void) | undefined,
+  ) {}
+
+  /** The record of a known model; undefined for a name never loaded. */
+  get(name: string): ModelRecord | undefined {
+    return this.models.get(name);
+  }
+
+  /** The record of a model, created (UNAVAILABLE, empty) on first use. */
+  record(name: string): ModelRecord {
+    let record = this.models.get(name);
+    if (record === undefined) {
+      record = {
+        versions: new Map(),
+        loading: [],
+        state: 'UNAVAILABLE',
+        reason: '',
+        reasonVersion: '',
+        transition: Promise.resolve(),
+        reloading: undefined,
+      };
+      this.models.set(name, record);
+    }
+    return record;
+  }
+
+  names(): string[] {
+    return [...this.models.keys()];
+  }
+
+  records(): ModelRecord[] {
+    return [...this.models.values()];
+  }
+
+  isKnown(name: string): boolean {
+    return this.models.has(name);
+  }
+
+  /** A model present at start-up: server readiness waits for it. */
+  addStartupModel(name: string): void {
+    this.startupModels.add(name);
+  }
+
+  /** An explicitly unloaded model no longer counts against server readiness (as in Triton). */
+  forgetStartupModel(name: string): void {
+    this.startupModels.delete(name);
+  }
+
+  /**
+   * The version that serves a request: the given one, or the newest ready one
+   * when `version` is empty. Throws not_found / unavailable / invalid.
+   */
+  resolve(name: string, version: string): ModelVersion {
+    const record = this.models.get(name);
+    if (record === undefined) {
+      throw notFound(`model '${name}' is not found; available models: ${[...this.models.keys()].join(', ') || '(none)'}`);
+    }
+    if (version === '') {
+      const ready = [...record.versions.values()].filter((v) => v.state === 'READY');
+      const newest = ready.sort((a, b) => b.version - a.version)[0];
+      if (newest === undefined) throw unavailable(`model '${name}' is not ready (${describeState(record)})`);
+      return newest;
+    }
+    if (!/^\d+$/.test(version)) {
+      throw invalidArgument(`model_version '${version}' is not a version number; expected digits or empty for the latest`);
+    }
+    const found = record.versions.get(Number(version));
+    if (found === undefined) {
+      const loaded = [...record.versions.keys()].sort((a, b) => a - b).join(', ') || 'none';
+      throw notFound(`model '${name}' version ${version} is not found; loaded versions: ${loaded}`);
+    }
+    if (found.state !== 'READY') throw unavailable(`model '${name}' version ${version} is not ready (${found.state})`);
+    return found;
+  }
+
+  /** Whether a request for `name` must first reload it: it was evicted and nothing serves. */
+  isEvicted(name: string): boolean {
+    const record = this.models.get(name);
+    return record !== undefined && record.reason === EVICTED_REASON && record.versions.size === 0;
+  }
+
+  /**
+   * The arena's eviction callback for a version's reservation: runs
+   * synchronously inside another model's reserve when its tenant is short of
+   * memory. Refuses unless the version serves and is idle; otherwise the
+   * version stops taking requests at once and unloads in the background.
+   */
+  evict(name: string, versionNumber: number): boolean {
+    const record = this.models.get(name);
+    const version = record?.versions.get(versionNumber);
+    if (record === undefined || version === undefined || !version.idle) return false;
+    record.versions.delete(versionNumber);
+    if (record.versions.size === 0) {
+      record.state = 'UNAVAILABLE';
+      record.reason = EVICTED_REASON;
+      record.reasonVersion = version.versionLabel;
+    }
+    this.log.info(
+      { model: name, model_version: version.versionLabel, tenant: version.tenant },
+      'model evicted to make room (LRU)',
+    );
+    void version.unload(EVICTED_REASON).finally(() => this.onStateChange?.());
+    return true;
+  }
+
+  /** Ready versions of a model, newest first (for metadata). */
+  readyVersions(name: string): ModelVersion[] {
+    const record = this.models.get(name);
+    if (record === undefined) return [];
+    return [...record.versions.values()].filter((v) => v.state === 'READY').sort((a, b) => b.version - a.version);
+  }
+
+  /** All loaded versions across models, optionally filtered (for statistics). */
+  versions(name?: string): ModelVersion[] {
+    const records = name ? [this.models.get(name)].filter((r) => r !== undefined) : [...this.models.values()];
+    return records.flatMap((record) => [...record.versions.values()]);
+  }
+
+  /** True when every model present at start-up has a ready version. */
+  allStartupModelsReady(): boolean {
+    // An evicted model made room for another by design and reloads on demand:
+    // it does not make the server unready.
+    return [...this.startupModels].every(
+      (name) => this.readyVersions(name).length > 0 || this.models.get(name)?.reason === EVICTED_REASON,
+    );
+  }
+
+  /** The index of `onDisk` (the repository's model directories) and every known model, with states. */
+  index(onDisk: readonly string[], readyOnly: boolean): ModelIndexEntry[] {
+    const names = [...new Set([...onDisk, ...this.models.keys()])].sort();
+    const entries: ModelIndexEntry[] = [];
+    for (const name of names) {
+      const record = this.models.get(name);
+      const versions = record ? [...record.versions.values()].sort((a, b) => a.version - b.version) : [];
+      const loading = (record?.loading ?? []).filter((v) => !record?.versions.has(v.version));
+      for (const v of [...versions, ...loading]) {
+        const executorReason = v.executorReason;
+        entries.push({
+          name,
+          version: v.versionLabel,
+          state: v.state,
+          // A READY version on CPU after a device error says so in the index too.
+          reason: v.reason || executorReason,
+          executor: v.executorKind,
+          ...(executorReason ? { executorReason } : {}),
+        });
+      }
+      if (versions.length === 0 && loading.length === 0) {
+        entries.push({
+          name,
+          version: record?.reasonVersion ?? '',
+          state: record?.state ?? 'UNAVAILABLE',
+          reason: record?.reason ?? '',
+        });
+      }
+    }
+    return readyOnly ? entries.filter((e) => e.state === 'READY') : entries;
+  }
+}
+
+function describeState(record: ModelRecord): string {
+  const reason = record.reason || record.loading.find((v) => v.reason !== '')?.reason || '';
+  return reason ? `${record.state}: ${reason}` : record.state;
+}

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { status } from '@grpc/grpc-js';
+import {
+  ERROR_KINDS,
+  failureReasonOf,
+  grpcStatusOf,
+  httpStatusOf,
+  isErrorKind,
+  kindOfExecutionFailure,
+  kindOfGrpcStatus,
+  kindOfNativeCode,
+  kindOfRejection,
+  type ErrorKind,
+} from '../../src/common/error-kinds.js';
+import {
+  classifyError,
+  DeadlineExceededError,
+  invalidArgument,
+  ServingError,
+  toServiceError,
+  WorkerCrashedError,
+} from '../../src/common/serving-error.js';
+import { NativeError } from '../../src/native/native-error.js';
+import { BatcherRejection } from '../../src/native/batcher-errors.js';
+
+describe('error kinds', () => {
+  it('map every kind to one gRPC status, HTTP status and failure reason', () => {
+    const table = Object.fromEntries(ERROR_KINDS.map((kind) => [kind, [grpcStatusOf(kind), httpStatusOf(kind), failureReasonOf(kind)]]));
+    expect(table).toEqual({
+      invalid: [status.INVALID_ARGUMENT, 400, 'REJECTED'],
+      not_found: [status.NOT_FOUND, 404, 'REJECTED'],
+      unavailable: [status.UNAVAILABLE, 503, 'REJECTED'],
+      queue_full: [status.UNAVAILABLE, 503, 'REJECTED'],
+      shutdown: [status.UNAVAILABLE, 503, 'REJECTED'],
+      timeout: [status.DEADLINE_EXCEEDED, 503, 'CANCELED'],
+      deadline: [status.DEADLINE_EXCEEDED, 504, 'CANCELED'],
+      over_quota: [status.RESOURCE_EXHAUSTED, 429, 'REJECTED'],
+      precondition: [status.FAILED_PRECONDITION, 400, 'REJECTED'],
+      unimplemented: [status.UNIMPLEMENTED, 501, 'OTHER'],
+      worker_crashed: [status.UNAVAILABLE, 503, 'BACKEND'],
+      internal: [status.INTERNAL, 500, 'BACKEND'],
+    });
+  });
+
+  it('round-trip the statuses hotpath answers with', () => {
+    for (const kind of ['invalid', 'not_found', 'unavailable', 'deadline', 'over_quota', 'precondition', 'unimplemented', 'internal'] as const) {
+      expect(kindOfGrpcStatus(grpcStatusOf(kind))).toBe(kind);
+    }
+    expect(kindOfGrpcStatus(status.ALREADY_EXISTS)).toBe('internal');
+  });
+
+  it('classify native codes, batcher rejections and execution failures', () => {
+    expect(kindOfNativeCode('RESOURCE_EXHAUSTED')).toBe('over_quota');
+    expect(kindOfNativeCode('FAILED_PRECONDITION')).toBe('precondition');
+    expect(kindOfNativeCode('SOMETHING_NEW')).toBe('internal');
+    const reasons: Record<string, ErrorKind> = {
+      QUEUE_FULL: 'queue_full',
+      TIMEOUT: 'timeout',
+      DEADLINE_EXCEEDED: 'deadline',
+      SHUTDOWN: 'shutdown',
+      RESOURCE_EXHAUSTED: 'over_quota',
+      OVER_QUOTA: 'over_quota',
+      INVALID: 'invalid',
+    };
+    for (const [reason, kind] of Object.entries(reasons)) expect(kindOfRejection(reason)).toBe(kind);
+    expect(kindOfRejection('OK')).toBeUndefined();
+    expect(kindOfExecutionFailure('INVALID')).toBe('invalid');
+    expect(kindOfExecutionFailure('SHUTDOWN')).toBe('shutdown');
+    expect(kindOfExecutionFailure('INTERNAL')).toBe('internal');
+    expect(isErrorKind('queue_full')).toBe(true);
+    expect(isErrorKind('toString')).toBe(false);
+  });
+});
+
+describe('toServiceError', () => {
+  it('keeps a ServingError built from a kind or from a status', () => {
+    expect(toServiceError(invalidArgument('bad input'))).toMatchObject({ code: status.INVALID_ARGUMENT, details: 'bad input' });
+    const legacy = new ServingError(status.RESOURCE_EXHAUSTED, 'over');
+    expect(legacy.kind).toBe('over_quota');
+    expect(legacy.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(toServiceError(legacy)).toMatchObject({ code: status.RESOURCE_EXHAUSTED, details: 'over' });
+  });
+
+  it('answers worker failures with their kinds', () => {
+    expect(classifyError(new WorkerCrashedError('worker died'))).toEqual({ kind: 'worker_crashed', message: 'worker died' });
+    expect(toServiceError(new DeadlineExceededError('late')).code).toBe(status.DEADLINE_EXCEEDED);
+    // An error of the same name from another module (the pool's, until it uses these classes).
+    const foreign = Object.assign(new Error('died'), { name: 'WorkerCrashedError' });
+    expect(toServiceError(foreign)).toMatchObject({ code: status.UNAVAILABLE, details: 'died' });
+  });
+
+  it('answers native errors with the native message and batcher rejections by reason', () => {
+    const native = new NativeError('FAILED_PRECONDITION', 'no device', 'createExecutor');
+    expect(toServiceError(native)).toMatchObject({ code: status.FAILED_PRECONDITION, details: 'no device' });
+    const full = new BatcherRejection('QUEUE_FULL', 'UNAVAILABLE', "model 'm': queue full", 'm', 0, 'default');
+    expect(classifyError(full)).toEqual({ kind: 'queue_full', message: "model 'm': queue full" });
+    const timedOut = new BatcherRejection('TIMEOUT', 'DEADLINE_EXCEEDED', 'timed out', 'm', 5, 'default', 3);
+    expect(toServiceError(timedOut).code).toBe(status.DEADLINE_EXCEEDED);
+  });
+
+  it('answers anything else INTERNAL, naming the failure', () => {
+    expect(toServiceError(new Error('boom'))).toMatchObject({ code: status.INTERNAL, details: 'inference failed: boom' });
+    expect(toServiceError('text')).toMatchObject({ code: status.INTERNAL, details: 'inference failed: text' });
+  });
+});
