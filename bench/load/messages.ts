@@ -1,39 +1,42 @@
 // What the serve benchmark's child processes and the suite say to each other
 // over the IPC channel (advanced serialization, so typed arrays travel as is).
-import type { InferShape } from './infer-client.js';
-
 export type LoadShape =
   | { readonly kind: 'closed'; readonly concurrency: number }
   | { readonly kind: 'open'; readonly ratePerSecond: number; readonly seed: number };
 
 export interface LoaderConfig {
+  /** host:port of a plaintext HTTP/2 (gRPC) server. */
   readonly address: string;
-  readonly infer: InferShape;
-  readonly load: LoadShape;
-  /** Closed loop at the same concurrency (open loop: 4 in flight) before `ready`; not measured. */
+  /** The HTTP/2 :path of every request. */
+  readonly path: string;
+  /** raw: pre-encoded HTTP/2 frames on a socket (lean); node-http2: node:http2's client. */
+  readonly client: 'raw' | 'node-http2';
+  /** The whole request body: one length-prefixed gRPC frame, encoded once and sent as is. */
+  readonly body: Uint8Array;
+  /** Streams kept in flight (closed loop), spread over `connections`. */
+  readonly concurrency: number;
+  readonly connections: number;
+  /** Closed loop at the same concurrency before `ready`; not measured. */
   readonly warmupMs: number;
-  /** Closed loop: no new request after this; open loop: the schedule's length. */
+  /** No new request after this. */
   readonly durationMs: number;
   /** Hard cap on measured requests from this process. */
   readonly maxRequests: number;
-  /** Open loop: a scheduled request finding this many in flight is dropped (counted, not sent). */
-  readonly maxInFlight: number;
-  /** gRPC deadline of every request. */
-  readonly deadlineMs: number;
-  readonly seed: number;
+  /** A request still open this long after the measurement ends counts as an error. */
+  readonly stallMs: number;
 }
 
 export interface LoaderResult {
-  /** Per successful request, ms from its send (closed) or scheduled send (open) time to its response. */
+  /** Per successful request, ms from sending its headers to its trailers (hrtime). */
   readonly latenciesMs: Float64Array;
+  /** Requests that ended without grpc-status 0 (or HTTP 200), reset, or stalled. */
   readonly errors: number;
-  /** Up to 5 distinct error messages. */
+  /** Up to 5 distinct error descriptions. */
   readonly errorSamples: readonly string[];
-  readonly dropped: number;
-  /** From `go` to the last response. */
+  /** From `go` to the last answer. */
   readonly elapsedMs: number;
-  /** Open loop: how late requests left compared to their schedule (p99, ms). */
-  readonly sendLagP99Ms: number | null;
+  /** The gRPC message of the first warm-up response, for the suite to check (and echo). */
+  readonly sampleResponse: Uint8Array;
 }
 
 export interface RawOrtConfig {
@@ -61,6 +64,6 @@ export interface RawOrtPoint {
 export type ToChild = { readonly type: 'start'; readonly config: unknown } | { readonly type: 'go' };
 
 export type FromChild =
-  | { readonly type: 'ready' }
+  | { readonly type: 'ready'; readonly info?: unknown }
   | { readonly type: 'done'; readonly result: unknown }
   | { readonly type: 'error'; readonly message: string };

@@ -45,12 +45,15 @@ export interface TempRepository {
   remove(): void;
 }
 
-/** Copies `<source>/<model>/1/model.onnx` next to `config` in a fresh temp directory. */
-export function writeTempRepository(source: string, model: string, config: string): TempRepository {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `hotpath-bench-${model}-`));
-  const versionDir = path.join(dir, model, '1');
+/**
+ * Copies `<source>/<model>/1/model.onnx` next to `config` in a fresh temp
+ * directory, under the name `as` (default `model`; `config` must carry that name).
+ */
+export function writeTempRepository(source: string, model: string, config: string, as = model): TempRepository {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `hotpath-bench-${as}-`));
+  const versionDir = path.join(dir, as, '1');
   mkdirSync(versionDir, { recursive: true });
-  writeFileSync(path.join(dir, model, 'config.pbtxt'), config);
+  writeFileSync(path.join(dir, as, 'config.pbtxt'), config);
   const modelPath = path.join(versionDir, 'model.onnx');
   copyFileSync(path.join(source, model, '1', 'model.onnx'), modelPath);
   return { dir, modelPath, remove: () => rmSync(dir, { recursive: true, force: true }) };
@@ -61,4 +64,21 @@ export function readModel(source: string, model: string): { config: string; mode
   const modelPath = path.join(source, model, '1', 'model.onnx');
   if (!existsSync(modelPath)) throw new Error(`${modelPath} is missing: run node dist/models/generate.js --missing-only`);
   return { config: readFileSync(path.join(source, model, 'config.pbtxt'), 'utf8'), modelPath };
+}
+
+/**
+ * `max_queue_delay_microseconds` of the dynamic_batching block: null when the
+ * config has no dynamic_batching, 0 when the block leaves it out (Triton's default).
+ */
+export function maxQueueDelayUs(config: string): number | null {
+  if (!hasDynamicBatching(config)) return null;
+  const match = /max_queue_delay_microseconds\s*:\s*(\d+)/.exec(config);
+  return match === null ? 0 : Number(match[1]);
+}
+
+/** `config` with its top-level `name:` set to `name` (a copy of a model under another name). */
+export function renameModel(config: string, name: string): string {
+  const renamed = config.replace(/^name\s*:\s*"[^"]*"/m, `name: "${name}"`);
+  if (renamed === config && !config.includes(`name: "${name}"`)) throw new Error('renameModel: the config has no top-level name');
+  return renamed;
 }

@@ -1,5 +1,5 @@
 // The load generator of the patrol benchmark: one grpc-js channel, an
-// open-loop Poisson schedule at a fixed rate. Unlike loader-process.ts it
+// open-loop Poisson schedule at a fixed rate. Unlike the serve suite's it
 // keeps every request: its scheduled send time, its latency (from the
 // scheduled time, so a stall shows up as latency) and its outcome, because the
 // suite splits requests into phases by when they were sent. It answers `ready`

@@ -8,7 +8,7 @@ import { loadLabel, type ServeContender, type ServePoint } from './serve-result.
 const WIDTH = 880;
 const HEIGHT = 520;
 const PLOT = { left: 70, top: 50, right: 640, bottom: 450 };
-const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b'];
+const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#7f7f7f'];
 
 /** Ticks at 1, 2 and 5 x each power of ten from below `min` to above `max`. */
 export function logTicks(min: number, max: number): number[] {

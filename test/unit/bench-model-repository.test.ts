@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hasDynamicBatching, instanceCount, withoutDynamicBatching } from '../../bench/load/model-repository.js';
+import { hasDynamicBatching, instanceCount, maxQueueDelayUs, renameModel, withoutDynamicBatching } from '../../bench/load/model-repository.js';
 import { splitLoad } from '../../bench/load/trials.js';
 
 const ranker = readFileSync(path.join(import.meta.dirname, '..', '..', 'models', 'ranker_mlp', 'config.pbtxt'), 'utf8');
@@ -28,6 +28,17 @@ describe('bench model repository variants', () => {
     expect(instanceCount(ranker)).toBe(1);
     expect(instanceCount('instance_group [ { count: 2 kind: KIND_CPU }, { kind: KIND_CPU } ]')).toBe(3);
     expect(instanceCount('name: "m"')).toBe(1);
+  });
+
+  it('reads max_queue_delay and renames a copy', () => {
+    expect(maxQueueDelayUs('dynamic_batching {\n  max_queue_delay_microseconds: 200\n}\n')).toBe(200);
+    expect(maxQueueDelayUs('dynamic_batching { }\n')).toBe(0);
+    expect(maxQueueDelayUs(withoutDynamicBatching(ranker))).toBeNull();
+    expect(maxQueueDelayUs(ranker)).toBeGreaterThanOrEqual(0);
+    const copy = renameModel(ranker, 'ranker_nb');
+    expect(copy).toMatch(/^name: "ranker_nb"$/m);
+    expect(copy).not.toMatch(/"ranker_mlp"/);
+    expect(() => renameModel('max_batch_size: 8\n', 'x')).toThrow(/no top-level name/);
   });
 
   it('splits a load across load-generator processes', () => {
