@@ -12,6 +12,8 @@ const char* ExecutionFailureName(ExecutionFailure failure) {
     case ExecutionFailure::kResourceExhausted: return "RESOURCE_EXHAUSTED";
     case ExecutionFailure::kShutdown: return "SHUTDOWN";
     case ExecutionFailure::kInternal: return "INTERNAL";
+    case ExecutionFailure::kWorkerCrashed: return "WORKER_CRASHED";
+    case ExecutionFailure::kDeadline: return "DEADLINE";
   }
   return "INTERNAL";
 }

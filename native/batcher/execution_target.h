@@ -28,9 +28,11 @@ enum class ExecutionFailure : int32_t {
   kResourceExhausted,  // output memory over quota
   kShutdown,         // the target stopped before running it
   kInternal,
+  kWorkerCrashed,    // the onnxruntime worker running it exited: the batch may re-run
+  kDeadline,         // its requests' deadline passed before it ran
 };
 // "NONE", "INVALID", "DEVICE_TRANSIENT", "DEVICE_LOST", "RESOURCE_EXHAUSTED",
-// "SHUTDOWN", "INTERNAL". Never null.
+// "SHUTDOWN", "INTERNAL", "WORKER_CRASHED", "DEADLINE". Never null.
 const char* ExecutionFailureName(ExecutionFailure failure);
 
 struct BatchOutcome {

@@ -12,6 +12,7 @@
 #include "napi/build_info_binding.h"
 #include "napi/device_binding.h"
 #include "napi/executor_binding.h"
+#include "napi/worker_binding.h"
 
 namespace {
 
@@ -23,6 +24,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   hotpath::napi::RegisterArenaBinding(env, exports);
   // Cleanup hooks run in reverse: batchers stop first, then executors, then arenas.
   hotpath::napi::ExecutorRegistry& executors = hotpath::napi::RegisterExecutorBinding(env, exports);
+  // Worker pools close after the batchers that feed them have stopped; a
+  // worker's channels go (failing what they run) when its environment does.
+  hotpath::napi::RegisterWorkerBinding(env, exports);
   hotpath::napi::RegisterBatcherBinding(env, exports, executors);
   return exports;
 }

@@ -20,6 +20,7 @@
 #include "napi/batcher_binding_values.h"
 #include "napi/batcher_dispatch.h"
 #include "napi/result_js.h"
+#include "napi/worker_target.h"
 
 namespace hotpath::napi {
 
@@ -460,6 +461,51 @@ Napi::Value SetTargetJs(const Napi::CallbackInfo& info) {
   return OkResult(env, env.Null());
 }
 
+// (batcher, pool, outputs: [{elementBytes, dims | null}], batched) -> null.
+// From now on sealed batches go to that onnxruntime worker pool's channels
+// (natively, on the batcher thread). `dims` are per row when `batched`
+// (the output is pre-allocated as [rows, ...dims]); null: the worker's run
+// allocates it. batcherSetTarget(batcher, 0) sends batches to JS again.
+Napi::Value SetWorkerTargetJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Result<Instance*> found = InstanceOf(info);
+  if (!found.ok()) return ErrorResult(env, found.status());
+  Result<uint64_t> pool_id = ToU64(info[1], "pool");
+  if (!pool_id.ok()) return ErrorResult(env, pool_id.status());
+  if (!info[2].IsArray()) return ErrorResult(env, Status(StatusCode::kInvalidArgument, "outputs must be an array"));
+  Instance& instance = *found.value();
+  if (instance.stopped) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
+  Result<std::shared_ptr<WorkerPool>> pool = WorkerPool::Find(pool_id.value());
+  if (!pool.ok()) return ErrorResult(env, pool.status());
+  std::vector<WorkerOutputSpec> outputs;
+  Napi::Array specs = info[2].As<Napi::Array>();
+  for (uint32_t i = 0; i < specs.Length(); ++i) {
+    Napi::Value entry = specs.Get(i);
+    if (!entry.IsObject()) return ErrorResult(env, Status(StatusCode::kInvalidArgument, "outputs entries must be objects"));
+    Napi::Object spec = entry.As<Napi::Object>();
+    Result<uint64_t> element_bytes = ToU64(spec.Get("elementBytes"), "elementBytes");
+    if (!element_bytes.ok()) return ErrorResult(env, element_bytes.status());
+    WorkerOutputSpec out;
+    out.element_bytes = element_bytes.value();
+    Napi::Value dims = spec.Get("dims");
+    if (dims.IsArray()) {
+      std::vector<int64_t> known;
+      Napi::Array array = dims.As<Napi::Array>();
+      for (uint32_t d = 0; d < array.Length(); ++d) {
+        Result<uint64_t> dim = ToU64(array.Get(d), "dims");
+        if (!dim.ok()) return ErrorResult(env, dim.status());
+        known.push_back(static_cast<int64_t>(dim.value()));
+      }
+      out.dims = std::move(known);
+    }
+    outputs.push_back(std::move(out));
+  }
+  const bool batched = info[3].ToBoolean();
+  instance.dispatch->SetTarget(std::make_shared<WorkerPoolTarget>(std::move(pool).value(), instance.memory, instance.owner,
+                                                                  std::move(outputs), batched));
+  return OkResult(env, env.Null());
+}
+
 }  // namespace
 
 void RegisterBatcherBinding(Napi::Env env, Napi::Object exports, ExecutorRegistry& executors) {
@@ -483,6 +529,7 @@ void RegisterBatcherBinding(Napi::Env env, Napi::Object exports, ExecutorRegistr
       {"batcherReleaseBatch", ReleaseBatchJs},
       {"batcherView", ViewJs},
       {"batcherSetTarget", SetTargetJs},
+      {"batcherSetWorkerTarget", SetWorkerTargetJs},
   };
   for (const Entry& entry : entries) {
     exports.Set(entry.name, Napi::Function::New(env, entry.callback, entry.name, raw));

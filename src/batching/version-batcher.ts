@@ -15,7 +15,18 @@
  *
  * Which versions batch: those whose config has `dynamic_batching` and
  * max_batch_size > 0, without BYTES tensors (their variable-size elements
- * cannot be packed into fixed rows). Others run one request at a time.
+ * cannot be packed into fixed rows). Other numeric onnxruntime versions get a
+ * batcher in max_batch_size-0 mode (one request per batch, shapes as sent)
+ * when their workers take batches natively, so every numeric request takes
+ * one path: decode, validate, place, enqueue, executed. BYTES versions run
+ * one request at a time through piscina.
+ *
+ * onnxruntime versions: sealed batches go from the batcher thread straight to
+ * an idle worker of the current generation (`useWorkerTarget`, see
+ * src/native/worker-channel.ts) and come back once, executed. A batch whose
+ * worker died (WORKER_CRASHED) re-runs once here through piscina. Without a
+ * worker target (an addon that cannot), batches come here (`onBatch`) and go
+ * to the pool through piscina.
  *
  * Versions on the native executor always have a batcher: without
  * `dynamic_batching` it runs in max_batch_size-0 mode (every request is its
@@ -41,6 +52,7 @@ import {
   type SealedSlice,
 } from '../native/batcher.js';
 import type { Executor } from '../native/executor.js';
+import type { WorkerPoolTarget } from '../native/worker-channel.js';
 import type { Block } from '../native/arena.js';
 import type { BatcherAttachment, ModelVersion } from '../repository/model-version.js';
 import type { TensorSpec } from '../server/model-signature.js';
@@ -136,7 +148,6 @@ export function batcherOf(version: ModelVersion): VersionBatcher | undefined {
 }
 
 export class VersionBatcher implements BatcherAttachment {
-  private readonly executions = new WeakMap<SealedBatch, Execution>();
   private readonly batcher: Batcher;
   /** Set with `preserve_ordering`: answers leave in arrival order. */
   private readonly order: ResponseOrder | undefined;
@@ -193,16 +204,23 @@ export class VersionBatcher implements BatcherAttachment {
       if (version.native.active) batcher.setNativeTarget(version.native.executor);
       return batcher;
     }
-    if (dynamic === undefined || signature.maxBatchSize === 0) return undefined;
     const bytes = [...signature.inputs, ...signature.outputs].find((spec) => spec.datatype === 'BYTES');
     if (bytes !== undefined) {
-      hooks.logger.warn(
-        { model: version.modelName, model_version: version.versionLabel },
-        `dynamic_batching ignored: tensor '${bytes.name}' is BYTES, whose elements cannot be packed into rows`,
-      );
+      if (dynamic !== undefined && signature.maxBatchSize > 0) {
+        hooks.logger.warn(
+          { model: version.modelName, model_version: version.versionLabel },
+          `dynamic_batching ignored: tensor '${bytes.name}' is BYTES, whose elements cannot be packed into rows`,
+        );
+      }
       return undefined;
     }
-    return new VersionBatcher(version, dynamic, hooks);
+    const target = version.workerTarget;
+    // Without dynamic batching, a batcher in max_batch_size-0 mode only pays
+    // off when its batches reach the workers natively.
+    if ((dynamic === undefined || signature.maxBatchSize === 0) && target === undefined) return undefined;
+    const batcher = new VersionBatcher(version, dynamic, hooks);
+    batcher.useWorkerTarget(target);
+    return batcher;
   }
 
   /**
@@ -235,8 +253,9 @@ export class VersionBatcher implements BatcherAttachment {
       if (err instanceof BatcherRejection && err.sequence !== undefined) await this.order?.turn(err.sequence);
       throw err;
     }
-    const execution = this.executions.get(slice.batch);
-    if (execution === undefined) throw new Error(`batch ${slice.batch.batchId} was sealed but never dispatched`);
+    // Each request of a batch gets the batch's Execution from the handler that took it (no lookup).
+    const execution = slice.handle;
+    if (!(execution instanceof Execution)) throw new Error(`batch ${slice.batch.batchId} was sealed but never dispatched`);
     const done = () => execution.requestDone();
     let result: BatchResult;
     try {
@@ -259,6 +278,29 @@ export class VersionBatcher implements BatcherAttachment {
     if (!this.batcher.stopped) this.batcher.setTarget(executor);
   }
 
+  /**
+   * Sends sealed batches straight to the workers of `target` (a worker
+   * generation's native pool) from the batcher thread; undefined: back to
+   * this thread and through piscina. Batches sealed after the call go the
+   * new way.
+   */
+  useWorkerTarget(target: WorkerPoolTarget | undefined): void {
+    if (this.batcher.stopped) return;
+    if (target === undefined) {
+      this.batcher.setTarget(undefined);
+      return;
+    }
+    this.batcher.setWorkerTarget(
+      target,
+      this.version.signature.outputs.map((spec) => {
+        const dims = modelDims(spec);
+        // Known per-row dims are pre-allocated as [rows, ...dims]; the rest the worker's run allocates.
+        const known = !this.unbatched && dims.every((dim) => dim >= 0);
+        return { name: spec.name, elementBytes: wireTypeInfo(spec.datatype).size, dims: known ? dims : null };
+      }),
+    );
+  }
+
   stats() {
     return this.batcher.stats();
   }
@@ -274,7 +316,7 @@ export class VersionBatcher implements BatcherAttachment {
    * error moves the version to CPU and re-runs the batch on the pool; any
    * other failure answers its requests with that error.
    */
-  private executed(batch: SealedBatch, result: ExecutedResult): void {
+  private executed(batch: SealedBatch, result: ExecutedResult): Execution {
     if (result.ok) {
       const outputs = new Map<string, BatchOutput>();
       this.version.signature.outputs.forEach((spec, i) => {
@@ -287,13 +329,12 @@ export class VersionBatcher implements BatcherAttachment {
         computeInferNs: result.timing.computeNs,
         computeOutputNs: result.timing.outputNs,
       };
-      this.hooks.onExecuted(this.version, batch.rows, timing);
+      this.hooks.onExecuted(this.version, this.executedRows(batch), timing);
       const execution = new Execution(Promise.resolve({ outputs, timing, rows: batch.rows }), batch.requests.length, () =>
         batch.release(),
       );
-      this.executions.set(batch, execution);
       execution.runSettled();
-      return;
+      return execution;
     }
     const deviceFault = result.failure === 'DEVICE_TRANSIENT' || result.failure === 'DEVICE_LOST';
     if (deviceFault) this.version.native?.fallBack(result.failure === 'DEVICE_LOST' ? 'sticky' : 'transient', result.message);
@@ -301,13 +342,35 @@ export class VersionBatcher implements BatcherAttachment {
     // closed it (another batch's fault): the host copy is intact, so it runs
     // on the CPU pool (started on demand) and no request fails.
     if (deviceFault || (result.failure === 'SHUTDOWN' && this.version.native?.active === false)) {
-      this.execute(batch, false);
-      return;
+      return this.execute(batch, false);
     }
-    const error = new ServingError(executedFailureStatus(result.failure), `model '${this.version.modelName}': ${result.message}`);
+    // An onnxruntime worker exited mid-batch, or a retired generation's pool
+    // closed with the batch still queued: the batch is intact, and inference
+    // is idempotent, so it re-runs once on the current pool through piscina.
+    if (this.version.native === undefined && (result.failure === 'WORKER_CRASHED' || result.failure === 'SHUTDOWN')) {
+      if (result.failure === 'WORKER_CRASHED') {
+        this.hooks.logger.warn(
+          { model: this.version.modelName, model_version: this.version.versionLabel, error: result.message },
+          'inference worker died mid-batch; re-running the batch once',
+        );
+      }
+      return this.execute(batch, false);
+    }
+    // An onnxruntime run that failed reads as it does through piscina (the
+    // shared mapping: 'inference failed: ...'), whichever path ran it.
+    const error =
+      this.version.native === undefined && result.failure === 'INTERNAL'
+        ? new Error(result.message)
+        : new ServingError(executedFailureStatus(result.failure), `model '${this.version.modelName}': ${result.message}`);
     const execution = new Execution(Promise.reject(error), batch.requests.length, () => batch.release());
-    this.executions.set(batch, execution);
     execution.runSettled();
+    return execution;
+  }
+
+  /** The rows an executed batch ran: in max_batch_size-0 mode, the request's own leading dimension. */
+  private executedRows(batch: SealedBatch): number {
+    if (!this.unbatched) return batch.rows;
+    return this.version.signature.maxBatchSize > 0 ? (batch.inputs[0]?.shape[0] ?? 1) : 1;
   }
 
   /**
@@ -316,7 +379,7 @@ export class VersionBatcher implements BatcherAttachment {
    * gives back (false for a re-run of an executed batch, whose instance the
    * executor already gave back).
    */
-  private execute(batch: SealedBatch, holdsInstance: boolean): void {
+  private execute(batch: SealedBatch, holdsInstance: boolean): Execution {
     const signature = this.version.signature;
     const outputBlocks: Block[] = [];
     const fetches: ArenaTensorPayload[] = [];
@@ -367,14 +430,13 @@ export class VersionBatcher implements BatcherAttachment {
             });
           }
         }
-        this.hooks.onExecuted(this.version, batch.rows, executed.timing);
+        this.hooks.onExecuted(this.version, this.executedRows(batch), executed.timing);
         return { outputs, timing: executed.timing, rows: batch.rows };
       },
     );
     const execution = new Execution(result, batch.requests.length, () => {
       for (const block of outputBlocks) block.release();
     });
-    this.executions.set(batch, execution);
     // The worker held its own references while it ran: the inputs can go now,
     // and the instance is free for the next batch.
     void result
@@ -384,6 +446,7 @@ export class VersionBatcher implements BatcherAttachment {
         if (holdsInstance && !this.batcher.stopped) this.batcher.instanceIdle();
         execution.runSettled();
       });
+    return execution;
   }
 }
 
@@ -407,7 +470,10 @@ function executedFailureStatus(failure: string): status {
     case 'RESOURCE_EXHAUSTED':
       return status.RESOURCE_EXHAUSTED;
     case 'SHUTDOWN':
+    case 'WORKER_CRASHED':
       return status.UNAVAILABLE;
+    case 'DEADLINE':
+      return status.DEADLINE_EXCEEDED;
     default:
       return status.INTERNAL;
   }

@@ -63,7 +63,17 @@ export interface RawBatchEvent {
 }
 
 /** Why an executed batch failed (native ExecutionFailureName). */
-export type ExecutionFailure = 'NONE' | 'INVALID' | 'DEVICE_TRANSIENT' | 'DEVICE_LOST' | 'RESOURCE_EXHAUSTED' | 'SHUTDOWN' | 'INTERNAL';
+export type ExecutionFailure =
+  | 'NONE'
+  | 'INVALID'
+  | 'DEVICE_TRANSIENT'
+  | 'DEVICE_LOST'
+  | 'RESOURCE_EXHAUSTED'
+  | 'SHUTDOWN'
+  | 'INTERNAL'
+  /** The onnxruntime worker running the batch exited; the batch is intact and may re-run. */
+  | 'WORKER_CRASHED'
+  | 'DEADLINE';
 
 export interface RawExecutedOutput {
   /** Arena handle of the output's block (batch memory, charged like the inputs). */
@@ -163,6 +173,17 @@ export interface BatcherBinding {
   batcherSetTarget(batcher: number, executor: number): NativeResult<null>;
   /** The arena binding's: detaches an external ArrayBuffer. */
   arenaDetachView(view: ArrayBuffer): boolean;
+  /**
+   * A worker pool (worker_binding.cc) as the target. `dims` per row when
+   * `batched` (pre-allocated as [rows, ...dims]); null: the worker's run
+   * allocates the output. Absent in addons built before worker channels.
+   */
+  batcherSetWorkerTarget?(
+    batcher: number,
+    pool: number,
+    outputs: readonly { readonly elementBytes: number; readonly dims: readonly number[] | null }[],
+    batched: boolean,
+  ): NativeResult<null>;
 }
 
 export const batcherExports: readonly (keyof BatcherBinding)[] = [

@@ -40,7 +40,7 @@ export interface FilledBatcherOptions {
   readonly tenant: string;
   readonly maxBatchSize: number;
   readonly inputs: readonly BatcherInputSpec[];
-  readonly onBatch: (batch: SealedBatch) => void;
+  readonly onBatch: (batch: SealedBatch) => unknown;
 }
 
 function checkInt(where: string, what: string, value: unknown, min: number, max: number): number {

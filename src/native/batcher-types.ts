@@ -43,18 +43,20 @@ export interface BatcherOptions {
    * The batch has taken one instance: call instanceIdle() when its run ends,
    * and batch.release() when its memory is no longer needed. If this throws,
    * the batch's requests are rejected with the error, the batch is released
-   * and its instance given back.
+   * and its instance given back. What it returns reaches each of the batch's
+   * requests as `slice.handle` (the caller's per-batch state, no lookup).
    */
-  readonly onBatch: (batch: SealedBatch) => void;
+  readonly onBatch: (batch: SealedBatch) => unknown;
   /**
    * With a target (setTarget), receives each batch the target ran, once, on
    * this thread, before its requests' promises resolve. The instance is
    * already idle again (do not call instanceIdle); release the batch (inputs
    * and outputs) when done with it. A failed batch can be re-run elsewhere
    * from its inputs. If this throws, the batch's requests are rejected with
-   * the error and the batch is released.
+   * the error and the batch is released. What it returns reaches each of
+   * the batch's requests as `slice.handle`.
    */
-  readonly onExecuted?: (batch: SealedBatch, result: ExecutedResult) => void;
+  readonly onExecuted?: (batch: SealedBatch, result: ExecutedResult) => unknown;
   /** 0 (default): no batching; every request is its own batch, dims are the full shape. */
   readonly maxBatchSize?: number;
   readonly preferredBatchSizes?: readonly number[];
@@ -160,6 +162,8 @@ export interface SealedSlice {
   readonly batch: SealedBatch;
   /** Set when a target ran the batch: the same result onExecuted received. */
   readonly executed?: ExecutedResult;
+  /** What onBatch / onExecuted returned for the batch. */
+  readonly handle?: unknown;
   readonly rowOffset: number;
   readonly rows: number;
   readonly queueNs: number;

@@ -44,6 +44,7 @@
 // are delivered on that thread. The native batcher is thread-safe.
 import { invalid } from './arena-options.js';
 import type { Executor } from './executor.js';
+import type { WorkerPoolTarget } from './worker-channel.js';
 import { nativeAddon, type LoadedAddon } from './loader.js';
 import { NativeError, unwrapNative, type CallSite } from './native-error.js';
 import {
@@ -155,7 +156,7 @@ export class Batcher {
   readonly #binding: BatcherBinding;
   readonly #id: number;
   readonly #options: FilledBatcherOptions;
-  readonly #onExecuted: (batch: SealedBatch, result: ExecutedResult) => void;
+  readonly #onExecuted: (batch: SealedBatch, result: ExecutedResult) => unknown;
   /** The last target's output names (kept after a switch: batches in flight still use them). */
   #outputNames: readonly string[] | undefined;
   readonly #pending = new Map<number, Pending>();
@@ -205,6 +206,25 @@ export class Batcher {
     }
     unwrapNative(this.#binding.batcherSetTarget(this.#id, executor?.id ?? 0), 'setTarget', this.setTarget);
     if (executor !== undefined) this.#outputNames = executor.outputs.map((output) => output.name);
+  }
+
+  /**
+   * Sends batches sealed from now on to the workers of `target` (an
+   * onnxruntime worker pool), natively from the batcher thread; each comes
+   * back once through onExecuted. `outputs` are the model's, in order: an
+   * output whose per-row `dims` are known is pre-allocated in batch memory
+   * when the batcher batches (maxBatchSize > 0); null dims: the worker's run
+   * allocates it. setTarget(undefined) sends batches to onBatch again.
+   */
+  setWorkerTarget(
+    target: WorkerPoolTarget,
+    outputs: readonly { readonly name: string; readonly elementBytes: number; readonly dims: readonly number[] | null }[],
+  ): void {
+    const set = this.#binding.batcherSetWorkerTarget;
+    if (set === undefined) throw new Error('the native addon has no worker targets; rebuild it with `npm run build:native`');
+    const specs = outputs.map(({ elementBytes, dims }) => ({ elementBytes, dims: dims === null ? null : [...dims] }));
+    unwrapNative(set.call(this.#binding, this.#id, target.id, specs, this.#options.maxBatchSize > 0), 'setWorkerTarget', this.setWorkerTarget);
+    this.#outputNames = outputs.map((output) => output.name);
   }
 
   /** True once stop() was called. */
@@ -331,8 +351,9 @@ export class Batcher {
 
   #deliver(event: RawBatchEvent): void {
     const batch = new Batch(this.#binding, this.#id, event, this.#options.inputs.map((input) => input.name));
+    let handle: unknown;
     try {
-      this.#options.onBatch(batch);
+      handle = this.#options.onBatch(batch);
     } catch (error) {
       // Not dispatched: nothing runs it, so it gives its instance and memory back.
       batch.release();
@@ -346,7 +367,7 @@ export class Batcher {
     }
     event.requests.forEach((request, i) => {
       const { rowOffset, rows, queueNs, sequence } = batch.requests[i] ?? request;
-      this.#take(request.id)?.resolve({ batch, rowOffset, rows, queueNs, sequence });
+      this.#take(request.id)?.resolve({ batch, handle, rowOffset, rows, queueNs, sequence });
     });
   }
 
@@ -368,8 +389,9 @@ export class Batcher {
       const code = event.code === 'OK' ? 'INTERNAL' : event.code;
       result = { ok: false, failure: event.failure, code, message: event.message };
     }
+    let handle: unknown;
     try {
-      this.#onExecuted(batch, result);
+      handle = this.#onExecuted(batch, result);
     } catch (error) {
       // The instance is idle already (natively); only the memory goes back.
       batch.release();
@@ -378,7 +400,7 @@ export class Batcher {
     }
     event.requests.forEach((request, i) => {
       const { rowOffset, rows, queueNs, sequence } = batch.requests[i] ?? request;
-      this.#take(request.id)?.resolve({ batch, rowOffset, rows, queueNs, sequence, executed: result });
+      this.#take(request.id)?.resolve({ batch, handle, rowOffset, rows, queueNs, sequence, executed: result });
     });
   }
 

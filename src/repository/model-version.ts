@@ -24,6 +24,8 @@
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import { signatureFromConfig, type ModelSignature } from '../server/model-signature.js';
 import type { ModelPool, WarmupReport } from '../workers/model-pool.js';
+import type { WorkerPoolTarget } from '../native/worker-channel.js';
+import type { ChannelSpec } from '../workers/worker-protocol.js';
 import { epochMs, type InferResult, type InferTask, type WarmupPlan } from '../workers/worker-protocol.js';
 import { InferenceStatistics } from './inference-statistics.js';
 import type { Executor } from '../native/executor.js';
@@ -33,6 +35,9 @@ import type { WorkerStats } from '../workers/model-pool.js';
 import { DeviceFaultError, type ExecutorKind, type VersionExecutor } from '../executor/version-executor.js';
 
 export type VersionState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
+
+/** Test-only config parameter: each worker exits on its Nth batch from its channel (see ChannelSpec.crashOnBatch). */
+export const CRASH_CHANNEL_BATCH_PARAMETER = 'hotpath_fault_crash_channel_batch';
 
 /**
  * What a version needs of its dynamic batcher (batching/version-batcher.ts;
@@ -44,6 +49,8 @@ export interface BatcherAttachment {
   stop(): Promise<void>;
   /** Sends sealed batches to the executor natively (undefined: to the onnxruntime pool). */
   setNativeTarget(executor: Executor | undefined): void;
+  /** Sends sealed batches to a worker generation's channels natively (undefined: through piscina). */
+  useWorkerTarget(target: WorkerPoolTarget | undefined): void;
 }
 
 /** One pool of workers and the arena owner its workers allocate under. */
@@ -117,6 +124,36 @@ export class ModelVersion {
     return this.current?.pool;
   }
 
+  /**
+   * Where the batcher hands sealed batches to the current generation's
+   * workers natively; undefined for versions with a native executor (their
+   * CPU pool is reached through piscina) or when the addon cannot.
+   */
+  get workerTarget(): WorkerPoolTarget | undefined {
+    return this.nativeValue === undefined ? this.pool?.target : undefined;
+  }
+
+  /**
+   * The model's tensors as the workers' batch channels see them; undefined
+   * (no channels) for native-executor versions and for BYTES tensors, whose
+   * elements cannot live in batch memory.
+   */
+  private channelTensors(): Omit<ChannelSpec, 'pool'> | undefined {
+    if (this.nativeValue !== undefined) return undefined;
+    const tensors = (specs: typeof this.signature.inputs) =>
+      specs.map((spec) => (spec.ortType === 'string' ? undefined : { name: spec.name, type: spec.ortType }));
+    const inputs = tensors(this.signature.inputs);
+    const outputs = tensors(this.signature.outputs);
+    if ([...inputs, ...outputs].some((tensor) => tensor === undefined)) return undefined;
+    // Test-only; the workers honour it only with fault injection on.
+    const crash = Number(this.config.parameters[CRASH_CHANNEL_BATCH_PARAMETER]?.stringValue ?? Number.NaN);
+    return {
+      inputs: inputs as ChannelSpec['inputs'],
+      outputs: outputs as ChannelSpec['outputs'],
+      ...(Number.isInteger(crash) && crash > 0 ? { crashOnBatch: crash } : {}),
+    };
+  }
+
   /** The native executor of this version, when it was selected for one. */
   get native(): VersionExecutor | undefined {
     return this.nativeValue;
@@ -179,7 +216,7 @@ export class ModelVersion {
     let pool: ModelPool | undefined;
     try {
       pool = await this.startPool(number, owner);
-      await pool.warmUp(this.plan ?? { samples: [], delayMs: 0 });
+      await pool.warmUp(this.plan ?? { samples: [], delayMs: 0 }, this.channelTensors());
     } catch (err) {
       await pool?.close();
       this.memory.destroyGenerationOwner(owner);
@@ -263,6 +300,8 @@ export class ModelVersion {
       throw new Error('the worker pool was retired during the restart');
     }
     this.current = { number, owner, pool };
+    // Batches sealed from now on go to the new generation's workers.
+    this.batcherValue?.useWorkerTarget(this.workerTarget);
     const switchMs = performance.now() - started;
     // Tasks already handed to the old pool finish there; nothing new reaches it.
     await old.pool.close();
@@ -362,7 +401,7 @@ export class ModelVersion {
     this.setLoadingReason('warming up');
     this.plan = plan;
     const native = this.nativeValue;
-    if (native === undefined || !native.active) return (await this.ensurePool()).warmUp(plan);
+    if (native === undefined || !native.active) return (await this.ensurePool()).warmUp(plan, this.channelTensors());
     const started = performance.now();
     const warnings: string[] = [];
     let runs = 0;

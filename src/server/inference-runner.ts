@@ -16,7 +16,8 @@ import type { FailureReason } from '../observability/metric-names.js';
 import type { ServerMetrics } from '../observability/metrics.js';
 import { WorkerCrashedError } from '../workers/model-pool.js';
 import { epochMs, inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
-import { batcherOf, requestRows, type VersionBatcher } from '../batching/version-batcher.js';
+import { batcherOf, requestRows, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
+import { BatcherRejection } from '../native/batcher.js';
 import {
   FAULT_PARAMETER,
   prepareInference,
@@ -114,7 +115,12 @@ export class InferenceRunner {
     });
   }
 
-  /** Dynamic batching: the native batcher copies the inputs once into its batch. */
+  /**
+   * The one path of numeric requests: the native batcher copies the inputs
+   * once into its batch, whose executed outputs answer it. Statistics of the
+   * execution are recorded where the batch is executed (VersionBatcher);
+   * here only the request's own success.
+   */
   private async runBatched(
     request: ModelInferRequest,
     version: ModelVersion,
@@ -134,13 +140,19 @@ export class InferenceRunner {
       const problem = version.native.checkIndices(byName);
       if (problem !== undefined) throw invalidArgument(`model '${version.modelName}': ${problem}`);
     }
-    const rows = await batcher.infer({
-      rows: prepared.batchSize,
-      inputs: inputs.map((input) => input.bytes),
-      dims: inputs.map((input) => input.dims),
-      ...schedulingParameters(request.parameters),
-      deadlineMs: context.deadlineMs,
-    });
+    let rows: RequestRows;
+    try {
+      rows = await batcher.infer({
+        rows: prepared.batchSize,
+        inputs: inputs.map((input) => input.bytes),
+        dims: inputs.map((input) => input.dims),
+        ...schedulingParameters(request.parameters),
+        deadlineMs: context.deadlineMs,
+      });
+    } catch (err) {
+      if (err instanceof BatcherRejection && err.reason === 'RESOURCE_EXHAUSTED') throw quotaFailure(version, inputs, err);
+      throw err;
+    }
     let response: ModelInferResponse;
     try {
       const outputs = prepared.outputs.map((spec) => {
@@ -152,7 +164,7 @@ export class InferenceRunner {
         // A copy of this request's rows: the batch's blocks are reused once every request is done.
         return { name: spec.name, type: spec.ortType, dims: mine.dims, data: mine.bytes.slice() };
       });
-      response = buildInferResponse(request, version.versionLabel, prepared.outputs, outputs, true);
+      response = buildInferResponse(request, version.versionLabel, prepared.outputs, outputs, version.signature.maxBatchSize > 0);
     } finally {
       rows.done();
     }
@@ -254,6 +266,25 @@ export class InferenceRunner {
     throw invalidArgument(
       `parameter '${FAULT_PARAMETER}': expected 'crash-worker', 'crash-worker-once', 'device-error', 'device-lost' or 'delay:<ms>', got '${fault}'`,
     );
+  }
+}
+
+/**
+ * The batcher's quota refusal, worded as the same refusal reads when inputs
+ * are placed one by one (the tenant, the input, its size, usage and quota):
+ * placing them again names the input that does not fit. Only on this failure
+ * path; if everything fits now (memory was freed meanwhile), the batcher's own
+ * refusal stands.
+ */
+function quotaFailure(version: ModelVersion, inputs: readonly { bytes: Uint8Array }[], rejection: BatcherRejection): unknown {
+  const placed: { release(): unknown }[] = [];
+  try {
+    for (const input of inputs) placed.push(version.memory.allocInput(input.bytes.byteLength));
+    return rejection;
+  } catch (err) {
+    return err;
+  } finally {
+    for (const block of placed) block.release();
   }
 }
 

@@ -20,6 +20,7 @@ import { Arena, type Block } from '../native/arena.js';
 import { arenaTensor, fromOrtTensor, toOrtTensor } from './ort-tensors.js';
 import { measureSessionFootprint } from './session-footprint.js';
 import { warmUpWorker } from './worker-warmup.js';
+import { openBatchChannel } from './worker-batches.js';
 import {
   DEADLINE_EXCEEDED_PREFIX,
   epochMs,
@@ -65,7 +66,7 @@ const leakBytes = init.faultInjection && init.leakFault !== undefined &&
   : 0;
 
 // Every worker warms itself before piscina hands it a task (see worker-warmup.ts).
-await warmUpWorker(session, describe(), footprintBytes, () => {
+const plan = await warmUpWorker(session, describe(), footprintBytes, () => {
   const heap = getHeapStatistics();
   return {
     threadId,
@@ -74,17 +75,31 @@ await warmUpWorker(session, describe(), footprintBytes, () => {
   };
 });
 
+// Warm: from now on the batcher may hand this worker sealed batches natively
+// (worker-batches.ts); piscina tasks (golden checks, faults, re-runs) still come too.
+if (plan?.channel !== undefined) {
+  try {
+    openBatchChannel(session, plan.channel, leakAfterTask, init.faultInjection ? plan.channel.crashOnBatch : undefined);
+  } catch {
+    // The pool closed meanwhile (a retired generation): this worker serves piscina tasks only.
+    // A throw here would fail module init, and piscina would respawn the worker forever.
+  }
+}
+
 export default async function runTask(task: InferTask | DescribeTask): Promise<InferResult | ModelIoDescription> {
   if (task.kind === 'describe') return describe();
   const result = await infer(task);
-  if (leakBytes > 0) {
-    try {
-      leak(leakBytes);
-    } catch {
-      // The arena is full: the fault hook must not fail the request it follows.
-    }
-  }
+  leakAfterTask();
   return result;
+}
+
+function leakAfterTask(): void {
+  if (leakBytes <= 0) return;
+  try {
+    leak(leakBytes);
+  } catch {
+    // The arena is full: the fault hook must not fail the request it follows.
+  }
 }
 
 function leak(bytes: number): void {

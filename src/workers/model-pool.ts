@@ -13,8 +13,10 @@ import { fileURLToPath } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
+import { WorkerPoolTarget, workerChannelsSupported } from '../native/worker-channel.js';
 import {
   DEADLINE_EXCEEDED_PREFIX,
+  type ChannelSpec,
   isWorkerEventMessage,
   type DescribeTask,
   type InferResult,
@@ -70,6 +72,8 @@ export class ModelPool {
   /** Each live worker's hello port, by thread id: how the pool asks it for its memory figures. */
   private readonly ports = new Map<number, MessagePort>();
   private nextStatsId = 1;
+  /** The native end batches reach this pool's workers through (warmUp with tensors creates it). */
+  private targetValue: WorkerPoolTarget | undefined;
 
   private constructor(private readonly options: ModelPoolOptions) {
     // Everything but the pool's own settings goes to the workers as is.
@@ -165,6 +169,15 @@ export class ModelPool {
     });
   }
 
+  /**
+   * Where a batcher sends sealed batches for this pool's workers (natively,
+   * see src/native/worker-channel.ts); undefined until warmUp was given the
+   * model's tensors, or with an addon that cannot.
+   */
+  get target(): WorkerPoolTarget | undefined {
+    return this.targetValue?.closed === false ? this.targetValue : undefined;
+  }
+
   /** Tasks waiting for a free worker. */
   get queueSize(): number {
     return this.piscina.queueSize;
@@ -176,8 +189,13 @@ export class ModelPool {
    * warming, rejects. Later replacement workers get the same plan and warm
    * themselves before piscina gives them a task.
    */
-  async warmUp(plan: WarmupPlan): Promise<WarmupReport> {
-    this.plan = plan;
+  async warmUp(plan: WarmupPlan, tensors?: Omit<ChannelSpec, 'pool'>): Promise<WarmupReport> {
+    if (tensors !== undefined && this.targetValue === undefined && workerChannelsSupported()) {
+      this.targetValue = WorkerPoolTarget.create();
+    }
+    // Every worker that warms (replacements too) then opens its channel to the target.
+    this.plan = this.targetValue === undefined || tensors === undefined ? plan : { ...plan, channel: { pool: this.targetValue.id, ...tensors } };
+    plan = this.plan;
     for (const port of this.waitingForPlan.splice(0)) port.postMessage(plan);
     const warm = new Map<number, WorkerWarmMessage>();
     return new Promise<WarmupReport>((resolve, reject) => {
@@ -248,9 +266,26 @@ export class ModelPool {
     this.plan ??= { samples: [], delayMs: 0 };
     for (const port of this.waitingForPlan.splice(0)) port.postMessage(this.plan);
     this.events.emit('closed');
+    await this.closeTarget();
     await this.piscina.close();
     for (const port of this.ports.values()) port.close();
     this.ports.clear();
+  }
+
+  /**
+   * Batches queued for a channel fail with SHUTDOWN (their batcher re-runs
+   * them elsewhere); the ones running on a worker finish there first, so
+   * closing the workers does not cut them off (bounded: a stuck one fails
+   * WORKER_CRASHED when its worker is terminated).
+   */
+  private async closeTarget(): Promise<void> {
+    const target = this.targetValue;
+    if (target === undefined || target.closed) return;
+    const deadline = Date.now() + 10_000;
+    target.close();
+    while (target.runningBatches > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
   }
 
   /**

@@ -158,6 +158,33 @@ export interface WarmupPlan {
   readonly samples: readonly WarmupSample[];
   /** Test-only: each worker sleeps this long before warming (fault injection only). */
   readonly delayMs: number;
+  /**
+   * Set by the pool when its batcher hands batches to workers natively: once
+   * warm, each worker opens a channel to this pool (see ChannelSpec).
+   */
+  readonly channel?: ChannelSpec;
+}
+
+/**
+ * How a worker joins its generation's native worker pool
+ * (src/native/worker-channel.ts): the pool's id, and the model's tensors in
+ * the order a batch carries them (the config's order, model-view types).
+ */
+export interface ChannelSpec {
+  readonly pool: number;
+  readonly inputs: readonly ChannelTensor[];
+  readonly outputs: readonly ChannelTensor[];
+  /**
+   * Test-only (config parameter `hotpath_fault_crash_channel_batch`, honoured
+   * only with fault injection): each worker exits (code 70) on its Nth batch
+   * from the channel, with the batch in flight.
+   */
+  readonly crashOnBatch?: number;
+}
+
+export interface ChannelTensor {
+  readonly name: string;
+  readonly type: Exclude<OrtTensorType, 'string'>;
 }
 
 export interface WarmupSample {

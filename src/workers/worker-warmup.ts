@@ -11,6 +11,9 @@
  * A failed sample never throws out of module init: piscina would respawn the
  * worker forever. It is reported, and the main thread decides.
  *
+ * Resolves with the plan once the worker is warm (undefined when a required
+ * sample failed): the worker then opens its batch channel, if the plan names one.
+ *
  * The port stays open after warm-up (unref'd, so it never keeps the worker
  * alive): the main thread asks on it for the worker's memory figures
  * (`hotpath:stats`), which the leak patrol samples.
@@ -36,8 +39,8 @@ export async function warmUpWorker(
   io: ModelIoDescription,
   footprintBytes: number,
   stats: () => Omit<WorkerStatsMessage, 'type' | 'id'>,
-): Promise<void> {
-  if (parentPort === null) return; // not in a worker (never the case under piscina)
+): Promise<WarmupPlan | undefined> {
+  if (parentPort === null) return undefined; // not in a worker (never the case under piscina)
   const { port1, port2 } = new MessageChannel();
   const planArrived = once(port1, 'message') as Promise<[WarmupPlan]>;
   const hello: WorkerSessionMessage = { type: 'hotpath:session', threadId, io, port: port2, footprintBytes };
@@ -82,4 +85,6 @@ export async function warmUpWorker(
     ...(error !== undefined ? { error } : {}),
   };
   parentPort.postMessage(done);
+  // A worker whose required sample failed takes no batches: its version never turns READY.
+  return error === undefined ? plan : undefined;
 }
