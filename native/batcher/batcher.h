@@ -86,6 +86,17 @@ struct RejectedRequest {
   Duration queue_time{};
 };
 
+// Enqueue's answer: accepted (ok()), or refused, with `status` the answer and
+// `kind` why. `kind` is unset on acceptance and for a failure that is no
+// refusal (a BatchMemory error other than RESOURCE_EXHAUSTED: a fault).
+struct EnqueueResult {
+  Status status;
+  std::optional<RejectKind> kind;
+
+  bool ok() const { return status.ok(); }
+  StatusCode code() const { return status.code(); }
+};
+
 // Both must be set and must not throw (they run on the loop thread).
 struct BatcherCallbacks {
   // Runs on the batcher thread; keep it short (hand off to a
@@ -125,11 +136,13 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
-  // Accepts the request and copies its inputs, or refuses it: UNAVAILABLE
-  // (queue full, or stopped), DEADLINE_EXCEEDED (deadline already passed),
-  // RESOURCE_EXHAUSTED (from BatchMemory), INVALID_ARGUMENT (guard checks).
-  // A refused request is never reported through the callbacks.
-  Status Enqueue(const EnqueueRequest& request);
+  // Accepts the request and copies its inputs, or refuses it, saying why:
+  // kQueueFull and kShutdown (UNAVAILABLE), kDeadlineExceeded (the deadline
+  // already passed), kOverQuota (RESOURCE_EXHAUSTED from BatchMemory, with its
+  // message), kInvalid (INVALID_ARGUMENT from the guard checks). Any other
+  // BatchMemory failure comes back as is, without a kind. A refused request
+  // is never reported through the callbacks.
+  EnqueueResult Enqueue(const EnqueueRequest& request);
 
   // An instance finished its batch (or came back). FAILED_PRECONDITION if all
   // instance_count instances are already idle.

@@ -82,6 +82,8 @@ const char* RejectKindName(RejectKind kind) {
     case RejectKind::kTimeout: return "TIMEOUT";
     case RejectKind::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
     case RejectKind::kShutdown: return "SHUTDOWN";
+    case RejectKind::kOverQuota: return "OVER_QUOTA";
+    case RejectKind::kInvalid: return "INVALID";
   }
   return "UNKNOWN";
 }
@@ -103,6 +105,11 @@ Status ToStatus(const Rejection& rejection) {
     case RejectKind::kShutdown:
       return Status(StatusCode::kUnavailable,
                     model + "batcher shut down before the request was executed");
+    case RejectKind::kOverQuota:
+      return Status(StatusCode::kResourceExhausted,
+                    model + "no room for the request's inputs in batch memory");
+    case RejectKind::kInvalid:
+      return Status(StatusCode::kInvalidArgument, model + "invalid request");
   }
   return Status(StatusCode::kInternal, model + "unknown rejection");
 }

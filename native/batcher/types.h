@@ -90,8 +90,11 @@ enum class RejectKind {
   kTimeout,           // DEADLINE_EXCEEDED: queue timeout with timeout_action REJECT
   kDeadlineExceeded,  // DEADLINE_EXCEEDED: the caller's (gRPC) deadline passed
   kShutdown,          // UNAVAILABLE: the batcher stopped with the request pending
+  kOverQuota,         // RESOURCE_EXHAUSTED, at enqueue: BatchMemory had no room
+  kInvalid,           // INVALID_ARGUMENT, at enqueue: the request fails the guard checks
 };
-// "QUEUE_FULL", "TIMEOUT", "DEADLINE_EXCEEDED", "SHUTDOWN".
+// "QUEUE_FULL", "TIMEOUT", "DEADLINE_EXCEEDED", "SHUTDOWN", "OVER_QUOTA",
+// "INVALID".
 const char* RejectKindName(RejectKind kind);
 
 struct Rejection {

@@ -291,21 +291,15 @@ Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
   }
   if (Status s = ToRequestInputs(info[6], info[7], &request.inputs); !s.ok()) return ErrorResult(env, s);
 
-  Status status = instance.batcher->Enqueue(request);  // copies the inputs; never calls back here
-  if (status.ok()) {
+  // Copies the inputs; never calls back here.
+  const bt::EnqueueResult enqueued = instance.batcher->Enqueue(request);
+  if (enqueued.ok()) {
     instance.AddOutstanding(env, 1);
     return OkResult(env, env.Null());
   }
-  Napi::Object result = ErrorResult(env, status);
-  // The core's contract: UNAVAILABLE is a full queue, or a stopped batcher.
-  const char* reason = nullptr;
-  switch (status.code()) {
-    case StatusCode::kUnavailable: reason = instance.stopped ? "SHUTDOWN" : "QUEUE_FULL"; break;
-    case StatusCode::kDeadlineExceeded: reason = "DEADLINE_EXCEEDED"; break;
-    case StatusCode::kResourceExhausted: reason = "RESOURCE_EXHAUSTED"; break;
-    default: break;
-  }
-  if (reason != nullptr) result.Set("reason", Napi::String::New(env, reason));
+  Napi::Object result = ErrorResult(env, enqueued.status);
+  // The core says why it refused; a failure without a kind is a fault, not a refusal.
+  if (enqueued.kind) result.Set("reason", Napi::String::New(env, bt::RejectKindName(*enqueued.kind)));
   return result;
 }
 

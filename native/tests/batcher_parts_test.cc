@@ -79,6 +79,16 @@ void TestNamesAndMessages(test::Checker& check) {
   check.Contains(shutdown.message(), "model 'm:1'", "names the model");
   Status timeout = ToStatus(Rejection{RejectKind::kTimeout, "m", 1, 250});
   check.Contains(timeout.message(), "250 us", "names the timeout");
+  check.Equal(std::string(RejectKindName(RejectKind::kOverQuota)), std::string("OVER_QUOTA"),
+              "over-quota name");
+  check.Equal(std::string(RejectKindName(RejectKind::kInvalid)), std::string("INVALID"),
+              "invalid name");
+  check.True(ToStatus(Rejection{RejectKind::kOverQuota, "m", 1, 0}).code() ==
+                 StatusCode::kResourceExhausted,
+             "over quota is RESOURCE_EXHAUSTED");
+  check.True(ToStatus(Rejection{RejectKind::kInvalid, "m", 1, 0}).code() ==
+                 StatusCode::kInvalidArgument,
+             "invalid is INVALID_ARGUMENT");
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ struct Fixture {
   }
 
   // A request of `rows` rows of 4 floats, each float = id * 100 + row.
-  Status Enqueue(uint64_t id, uint32_t rows = 1, uint32_t priority = 0,
+  EnqueueResult Enqueue(uint64_t id, uint32_t rows = 1, uint32_t priority = 0,
                  std::optional<TimePoint> deadline = std::nullopt, int64_t width = 4) {
     std::vector<float> data(static_cast<size_t>(rows * width));
     for (uint32_t r = 0; r < rows; ++r) {
@@ -171,8 +171,9 @@ void TestExpiryRejectsAndCompacts(test::Checker& check) {
   f.Enqueue(1);
   f.Enqueue(2, 1, 0, t0 + microseconds(300));  // its deadline passes while queued
   f.Enqueue(3);
-  Status late = f.Enqueue(4, 1, 0, t0);
+  EnqueueResult late = f.Enqueue(4, 1, 0, t0);
   check.True(late.code() == StatusCode::kDeadlineExceeded, "deadline passed at enqueue");
+  check.True(late.kind == RejectKind::kDeadlineExceeded, "refused as DEADLINE_EXCEEDED");
   f.clock->Advance(microseconds(300));
   f.batcher->Flush();
   if (!check.Equal(f.recorder.RejectedCount(), size_t{1}, "request 2 dropped")) return;
@@ -196,20 +197,61 @@ void TestQueueFullAndMemory(test::Checker& check) {
   Fixture f(config);
   if (!check.True(f.batcher != nullptr, "created")) return;
   check.True(f.Enqueue(1).ok() && f.Enqueue(2).ok(), "two fit");
-  Status full = f.Enqueue(3);
+  EnqueueResult full = f.Enqueue(3);
   check.True(full.code() == StatusCode::kUnavailable, "third: UNAVAILABLE");
-  check.Contains(full.message(), "ctr_mlp", "names the model");
-  check.Contains(full.message(), "max_queue_size 2", "names the size");
+  check.True(full.kind == RejectKind::kQueueFull, "refused as QUEUE_FULL");
+  check.Contains(full.status.message(), "ctr_mlp", "names the model");
+  check.Contains(full.status.message(), "max_queue_size 2", "names the size");
 
   // 4 rows x 16 bytes fit in 64 bytes; a second batch (other shape) does not.
   Fixture small(Config(4, 1000), 64);
   if (!check.True(small.batcher != nullptr, "created")) return;
   check.True(small.Enqueue(1).ok(), "first batch allocated");
-  Status exhausted = small.Enqueue(2, 1, 0, std::nullopt, 3);
+  EnqueueResult exhausted = small.Enqueue(2, 1, 0, std::nullopt, 3);
   check.True(exhausted.code() == StatusCode::kResourceExhausted,
              "RESOURCE_EXHAUSTED from the memory is returned by Enqueue");
+  check.True(exhausted.kind == RejectKind::kOverQuota, "refused as OVER_QUOTA");
   check.Equal(small.batcher->Stats().memory_failures, uint64_t{1}, "counted");
   check.Equal(small.batcher->Stats().pending_requests, uint64_t{1}, "not queued");
+}
+
+// A refusal says why as a RejectKind, and its status is that kind's: the
+// binding passes the kind on as the rejection's reason instead of guessing it
+// from the status code (UNAVAILABLE is both QUEUE_FULL and SHUTDOWN).
+void TestEveryRefusalCarriesItsKind(test::Checker& check) {
+  BatcherConfig config = Config(4, 1000);
+  config.default_queue_policy.max_queue_size = 1;
+  Fixture f(config, 64);
+  if (!check.True(f.batcher != nullptr, "created")) return;
+  const EnqueueResult accepted = f.Enqueue(1);
+  check.True(accepted.ok() && !accepted.kind, "accepted: no kind");
+  struct Case {
+    const char* what;
+    EnqueueResult result;
+    RejectKind kind;
+    StatusCode code;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"queue full", f.Enqueue(2), RejectKind::kQueueFull, StatusCode::kUnavailable});
+  cases.push_back({"deadline passed", f.Enqueue(3, 1, 0, f.clock->Now()),
+                   RejectKind::kDeadlineExceeded, StatusCode::kDeadlineExceeded});
+  cases.push_back({"invalid rows", f.Enqueue(4, 9), RejectKind::kInvalid,
+                   StatusCode::kInvalidArgument});
+  Fixture small(Config(4, 1000), 64);
+  if (!check.True(small.batcher != nullptr, "created")) return;
+  check.True(small.Enqueue(1).ok(), "first batch allocated");
+  cases.push_back({"over quota", small.Enqueue(2, 1, 0, std::nullopt, 3), RejectKind::kOverQuota,
+                   StatusCode::kResourceExhausted});
+  f.batcher->Stop();
+  cases.push_back({"stopped", f.Enqueue(5), RejectKind::kShutdown, StatusCode::kUnavailable});
+  for (const Case& c : cases) {
+    if (!check.True(!c.result.ok() && c.result.kind.has_value(), std::string(c.what) + ": refused with a kind")) {
+      continue;
+    }
+    check.Equal(std::string(RejectKindName(*c.result.kind)), std::string(RejectKindName(c.kind)),
+                std::string(c.what) + ": its kind");
+    check.True(c.result.code() == c.code, std::string(c.what) + ": its status");
+  }
 }
 
 void TestShutdownRejectsPending(test::Checker& check) {
@@ -227,7 +269,9 @@ void TestShutdownRejectsPending(test::Checker& check) {
   check.True(ToStatus(f.recorder.rejected[0].rejection).code() == StatusCode::kUnavailable,
              "SHUTDOWN answers UNAVAILABLE");
   check.Equal(f.memory->live_buffers(), uint64_t{0}, "their memory is freed");
-  check.True(f.Enqueue(9).code() == StatusCode::kUnavailable, "Enqueue after Stop refused");
+  EnqueueResult stopped = f.Enqueue(9);
+  check.True(stopped.code() == StatusCode::kUnavailable, "Enqueue after Stop refused");
+  check.True(stopped.kind == RejectKind::kShutdown, "refused as SHUTDOWN, not QUEUE_FULL");
   f.batcher->Stop();  // idempotent
   f.batcher.reset();
   check.Equal(f.recorder.RejectedCount(), size_t{3}, "nothing reported twice");
@@ -274,7 +318,9 @@ void TestNoBatchingPassesShapesThrough(test::Checker& check) {
   if (!check.Equal(f.recorder.BatchCount(), size_t{1}, "max_batch_size 0: sent at once")) return;
   check.True(f.recorder.batches[0].inputs[0].shape == std::vector<int64_t>{4},
              "no batch dimension is added");
-  check.True(f.Enqueue(2, 2).code() == StatusCode::kInvalidArgument, "rows must be 1");
+  EnqueueResult two_rows = f.Enqueue(2, 2);
+  check.True(two_rows.code() == StatusCode::kInvalidArgument, "rows must be 1");
+  check.True(two_rows.kind == RejectKind::kInvalid, "refused as INVALID");
 }
 
 // The real clock's timed wait, once: the only test that waits for time to
@@ -379,6 +425,7 @@ int main() {
   hotpath::test::Checker check;
   using namespace hotpath::batcher;
   TestCreateValidates(check);
+  TestEveryRefusalCarriesItsKind(check);
   TestDelayTimerAndInPlaceBatch(check);
   TestBusyInstancesLetBatchesGrow(check);
   TestExpiryRejectsAndCompacts(check);

@@ -41,7 +41,7 @@
 import type { Logger } from 'pino';
 import type { ModelDynamicBatching } from '../generated/model_config_pb.js';
 import { ModelQueuePolicy_TimeoutAction } from '../generated/model_config_pb.js';
-import { status } from '@grpc/grpc-js';
+import { kindOfExecutionFailure } from '../common/error-kinds.js';
 import { ServingError } from '../common/serving-error.js';
 import {
   Batcher,
@@ -55,7 +55,7 @@ import type { Executor } from '../native/executor.js';
 import type { WorkerPoolTarget } from '../native/worker-channel.js';
 import type { Block } from '../native/arena.js';
 import type { BatcherAttachment, ModelVersion } from '../repository/model-version.js';
-import type { TensorSpec } from '../server/model-signature.js';
+import type { TensorSpec } from '../tensor/model-signature.js';
 import { ARENA_NAME } from '../tenancy/server-memory.js';
 import { elementCount } from '../tensor/shape.js';
 import { ResponseOrder } from './response-order.js';
@@ -361,7 +361,7 @@ export class VersionBatcher implements BatcherAttachment {
     const error =
       this.version.native === undefined && result.failure === 'INTERNAL'
         ? new Error(result.message)
-        : new ServingError(executedFailureStatus(result.failure), `model '${this.version.modelName}': ${result.message}`);
+        : new ServingError(kindOfExecutionFailure(result.failure), `model '${this.version.modelName}': ${result.message}`);
     const execution = new Execution(Promise.reject(error), batch.requests.length, () => batch.release());
     execution.runSettled();
     return execution;
@@ -460,23 +460,6 @@ export function requestRows(output: BatchOutput, batchRows: number, rowOffset: n
     bytes: output.bytes.subarray(rowOffset * rowBytes, (rowOffset + rows) * rowBytes),
     dims: [rows, ...output.dims.slice(1)],
   };
-}
-
-/** The status of a batch the executor refused for a reason other than the device. */
-function executedFailureStatus(failure: string): status {
-  switch (failure) {
-    case 'INVALID':
-      return status.INVALID_ARGUMENT;
-    case 'RESOURCE_EXHAUSTED':
-      return status.RESOURCE_EXHAUSTED;
-    case 'SHUTDOWN':
-    case 'WORKER_CRASHED':
-      return status.UNAVAILABLE;
-    case 'DEADLINE':
-      return status.DEADLINE_EXCEEDED;
-    default:
-      return status.INTERNAL;
-  }
 }
 
 /** The shape the model itself sees per row: `reshape` when the config has one. */

@@ -139,8 +139,8 @@ export function kindOfNativeCode(code: string): ErrorKind {
 
 /**
  * The kind of a batcher rejection reason (native/batcher/types.h RejectKind
- * names, plus the binding's RESOURCE_EXHAUSTED for batch memory over quota);
- * undefined for a name that is not a rejection reason.
+ * names; RESOURCE_EXHAUSTED is the older name of OVER_QUOTA); undefined for a
+ * name that is not a rejection reason.
  */
 export function kindOfRejection(reason: string): ErrorKind | undefined {
   switch (reason) {
@@ -175,6 +175,10 @@ export function kindOfExecutionFailure(failure: string): ErrorKind {
       return 'over_quota';
     case 'SHUTDOWN':
       return 'shutdown';
+    case 'WORKER_CRASHED':
+      return 'worker_crashed';
+    case 'DEADLINE':
+      return 'deadline';
     default:
       return 'internal';
   }

@@ -44,23 +44,13 @@ export class WorkerCrashedError extends ServingError {
   }
 }
 
-/** A request's deadline passed before a worker could start it. */
+/** A request's deadline passed before a worker could start it; it never ran. */
 export class DeadlineExceededError extends ServingError {
   override readonly name = 'DeadlineExceededError';
   constructor(message: string) {
     super('deadline', message);
   }
 }
-
-/**
- * Errors from the worker pool that predate WorkerCrashedError and
- * DeadlineExceededError living here, recognised by name. TRANSITIONAL: remove
- * once workers/model-pool.ts throws the classes above.
- */
-const KIND_BY_NAME: Readonly<Record<string, ErrorKind>> = {
-  WorkerCrashedError: 'worker_crashed',
-  DeadlineExceededError: 'deadline',
-};
 
 /** A failure's kind and the message a client sees for it. */
 export interface Classified {
@@ -81,8 +71,6 @@ export function classifyError(err: unknown): Classified {
   if (err instanceof Error) {
     const tagged = (err as { kind?: unknown }).kind;
     if (isErrorKind(tagged)) return { kind: tagged, message: err.message };
-    const named = KIND_BY_NAME[err.name];
-    if (named !== undefined) return { kind: named, message: err.message };
   }
   // Anything else escaped from onnxruntime or from a bug: internal, with its message.
   const message = err instanceof Error ? err.message : String(err);

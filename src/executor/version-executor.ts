@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
 import { Arena } from '../native/arena.js';
 import { ExecutorRunError, type Executor } from '../native/executor.js';
 import type { DeviceFallbackReason } from '../observability/metric-names.js';
-import type { TensorSpec } from '../server/model-signature.js';
+import type { TensorSpec } from '../tensor/model-signature.js';
 import { copyToTypedArray, typedArrayBytes, wireTypeInfo } from '../tensor/wire-types.js';
 import {
   epochMs,

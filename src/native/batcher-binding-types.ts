@@ -31,8 +31,12 @@ export interface RawBatcherConfig {
   readonly priorityQueuePolicy: readonly (RawQueuePolicy & { readonly level: number })[];
 }
 
-/** Why the batcher refused or dropped a request (native RejectKindName, plus the arena's quota). */
-export type RejectionReason = 'QUEUE_FULL' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'SHUTDOWN' | 'RESOURCE_EXHAUSTED';
+/**
+ * Why the batcher refused or dropped a request (native RejectKindName). A
+ * request is dropped while queued only for TIMEOUT, DEADLINE_EXCEEDED or
+ * SHUTDOWN; the rest are refusals at enqueue.
+ */
+export type RejectionReason = 'QUEUE_FULL' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'SHUTDOWN' | 'OVER_QUOTA' | 'INVALID';
 
 export interface RawSealedRequest {
   /** The id batcher.ts passed to batcherEnqueue. */
@@ -104,7 +108,7 @@ export interface RawExecutedEvent extends Omit<RawBatchEvent, 'type'> {
 export interface RawRejectedRequest {
   readonly id: number;
   readonly sequence: number;
-  readonly reason: Exclude<RejectionReason, 'RESOURCE_EXHAUSTED'>;
+  readonly reason: Extract<RejectionReason, 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'SHUTDOWN'>;
   readonly code: NativeStatusCode;
   readonly message: string;
   readonly queueNs: number;

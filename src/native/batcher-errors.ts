@@ -1,6 +1,7 @@
 // Typed batcher outcomes. A BatcherRejection is a NativeError whose `code` is
 // the gRPC status the request should be answered with, so the server's one
 // error-to-status mapping needs no special case; `reason` says why.
+import { kindOfRejection, type ErrorKind } from '../common/error-kinds.js';
 import { NativeError, type NativeStatusCode } from './native-error.js';
 import type { RejectionReason } from './batcher-binding-types.js';
 
@@ -12,7 +13,8 @@ export const rejectionCodes: Readonly<Record<RejectionReason, NativeStatusCode>>
   TIMEOUT: 'DEADLINE_EXCEEDED',
   DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
   SHUTDOWN: 'UNAVAILABLE',
-  RESOURCE_EXHAUSTED: 'RESOURCE_EXHAUSTED',
+  OVER_QUOTA: 'RESOURCE_EXHAUSTED',
+  INVALID: 'INVALID_ARGUMENT',
 };
 
 /**
@@ -20,6 +22,9 @@ export const rejectionCodes: Readonly<Record<RejectionReason, NativeStatusCode>>
  * request rejected this way was never executed.
  */
 export class BatcherRejection extends NativeError {
+  /** The reason's error kind (error-kinds.ts), which decides every front door's status. */
+  readonly kind: ErrorKind;
+
   constructor(
     readonly reason: RejectionReason,
     code: NativeStatusCode,
@@ -27,7 +32,7 @@ export class BatcherRejection extends NativeError {
     readonly model: string,
     /** Time spent queued before it was dropped; 0 when refused at enqueue. */
     readonly queueNs: number,
-    /** The model's tenant (the one charged, for RESOURCE_EXHAUSTED). */
+    /** The model's tenant (the one charged, for OVER_QUOTA). */
     readonly tenant: string,
     /**
      * The request's arrival number when it had been accepted and was dropped
@@ -37,6 +42,7 @@ export class BatcherRejection extends NativeError {
     readonly sequence?: number,
   ) {
     super(code, message, 'enqueue');
+    this.kind = kindOfRejection(reason) ?? 'internal';
     // NativeError declares `name` as a literal; this keeps its own in stacks.
     Object.defineProperty(this, 'name', { value: 'BatcherRejection', enumerable: false, configurable: true, writable: false });
   }

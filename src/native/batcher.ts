@@ -235,9 +235,9 @@ export class Batcher {
   /**
    * Queues one request. Resolves with its slice when its batch is sealed and
    * handed to onBatch; rejects with a BatcherRejection (QUEUE_FULL,
-   * RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED at once; TIMEOUT,
+   * OVER_QUOTA, DEADLINE_EXCEEDED, INVALID, SHUTDOWN at once; TIMEOUT,
    * DEADLINE_EXCEEDED, SHUTDOWN while queued) or a NativeError
-   * INVALID_ARGUMENT for a request that does not match the model's inputs.
+   * INVALID_ARGUMENT for a request the binding cannot read.
    */
   enqueue(request: EnqueueRequest): Promise<SealedSlice> {
     const callSite: CallSite = {};
@@ -441,7 +441,7 @@ export class Batcher {
   #refusal(result: Extract<EnqueueResult, { ok: false }>): Error {
     if (result.reason === undefined) return new NativeError(result.code, result.message, 'enqueue');
     // The arena's quota message names the tenant but not the model.
-    const message = result.reason === 'RESOURCE_EXHAUSTED' ? `model '${this.modelName}': ${result.message}` : result.message;
+    const message = result.reason === 'OVER_QUOTA' ? `model '${this.modelName}': ${result.message}` : result.message;
     return this.#rejection(result.reason, message, 0);
   }
 }

@@ -22,7 +22,7 @@
  * re-runs there; when the device comes back the pool is retired again.
  */
 import type { ModelConfig } from '../generated/model_config_pb.js';
-import { signatureFromConfig, type ModelSignature } from '../server/model-signature.js';
+import { signatureFromConfig, type ModelSignature } from '../tensor/model-signature.js';
 import type { ModelPool, WarmupReport } from '../workers/model-pool.js';
 import type { WorkerPoolTarget } from '../native/worker-channel.js';
 import type { ChannelSpec } from '../workers/worker-protocol.js';

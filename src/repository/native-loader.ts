@@ -28,7 +28,7 @@ import { ServingError } from '../common/serving-error.js';
 import { OnnxPlanError, planFromOnnx, type OnnxPlan } from '../executor/onnx-plan.js';
 import { Executor } from '../native/executor.js';
 import { NativeError } from '../native/native-error.js';
-import type { ModelSignature } from '../server/model-signature.js';
+import type { ModelSignature } from '../tensor/model-signature.js';
 import type { ServerMemory } from '../tenancy/server-memory.js';
 import { ModelConfigError } from './model-config-error.js';
 import { VersionMemory } from './version-memory.js';
@@ -39,7 +39,7 @@ import { toTensorInfo } from './tensor-info.js';
 import { VersionExecutor } from '../executor/version-executor.js';
 import type { DeviceHealth } from '../executor/device-health.js';
 import type { DeviceFallbackReason } from '../observability/metric-names.js';
-import { signatureFromConfig } from '../server/model-signature.js';
+import { signatureFromConfig } from '../tensor/model-signature.js';
 import { ARENA_NAME } from '../tenancy/server-memory.js';
 
 export const EXECUTOR_PARAMETER = 'executor';

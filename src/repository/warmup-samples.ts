@@ -18,7 +18,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ModelConfig, ModelWarmup_Input } from '../generated/model_config_pb.js';
-import type { ModelSignature, TensorSpec } from '../server/model-signature.js';
+import type { ModelSignature, TensorSpec } from '../tensor/model-signature.js';
 import { BytesFormatError, decodeBytesTensor, encodeBytesTensor } from '../tensor/bytes-codec.js';
 import { elementCount, formatShape, resolveReshape } from '../tensor/shape.js';
 import { wireTypeInfo, type NumericArray } from '../tensor/wire-types.js';

@@ -10,11 +10,10 @@ import { status } from '@grpc/grpc-js';
 import type { ModelInferRequest, ModelInferResponse } from '../generated/grpc_service_pb.js';
 import type { ModelManager } from '../repository/model-manager.js';
 import type { ModelVersion } from '../repository/model-version.js';
-import { invalidArgument, toServiceError, unavailable } from '../common/serving-error.js';
+import { classifyError, invalidArgument, toServiceError, unavailable } from '../common/serving-error.js';
+import { failureReasonOf } from '../common/error-kinds.js';
 import type { AccessLog } from '../observability/access-log.js';
-import type { FailureReason } from '../observability/metric-names.js';
 import type { ServerMetrics } from '../observability/metrics.js';
-import { WorkerCrashedError } from '../workers/model-pool.js';
 import { epochMs, inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
 import { batcherOf, requestRows, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
 import { BatcherRejection } from '../native/batcher.js';
@@ -24,7 +23,7 @@ import {
   schedulingParameters,
   stringParameter,
   type PreparedInference,
-} from './infer-request.js';
+} from '../tensor/infer-request.js';
 import { buildInferResponse } from './infer-response.js';
 import type { RequestContext } from './request-context.js';
 
@@ -80,7 +79,7 @@ export class InferenceRunner {
       return response;
     } catch (err) {
       const failure = toServiceError(err);
-      version?.statistics.recordFailure(elapsedNs(), failureReason(err, failure.code));
+      version?.statistics.recordFailure(elapsedNs(), failureReasonOf(classifyError(err).kind));
       this.options.accessLog.record({
         ...this.describe(request, context, method, version, elapsedNs()),
         code: failure.code,
@@ -150,7 +149,7 @@ export class InferenceRunner {
         deadlineMs: context.deadlineMs,
       });
     } catch (err) {
-      if (err instanceof BatcherRejection && err.reason === 'RESOURCE_EXHAUSTED') throw quotaFailure(version, inputs, err);
+      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, inputs, err);
       throw err;
     }
     let response: ModelInferResponse;
@@ -285,28 +284,5 @@ function quotaFailure(version: ModelVersion, inputs: readonly { bytes: Uint8Arra
     return err;
   } finally {
     for (const block of placed) block.release();
-  }
-}
-
-/** Triton's bounded failure reasons, for nv_inference_request_failure. */
-function failureReason(err: unknown, code: status): FailureReason {
-  if (err instanceof WorkerCrashedError) return 'BACKEND';
-  switch (code) {
-    case status.CANCELLED:
-    case status.DEADLINE_EXCEEDED:
-      return 'CANCELED';
-    case status.INTERNAL:
-    case status.UNKNOWN:
-    case status.DATA_LOSS:
-      return 'BACKEND';
-    case status.INVALID_ARGUMENT:
-    case status.NOT_FOUND:
-    case status.UNAVAILABLE:
-    case status.RESOURCE_EXHAUSTED:
-    case status.FAILED_PRECONDITION:
-    case status.OUT_OF_RANGE:
-      return 'REJECTED';
-    default:
-      return 'OTHER';
   }
 }

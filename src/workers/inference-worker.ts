@@ -22,10 +22,11 @@ import { measureSessionFootprint } from './session-footprint.js';
 import { warmUpWorker } from './worker-warmup.js';
 import { openBatchChannel } from './worker-batches.js';
 import {
-  DEADLINE_EXCEEDED_PREFIX,
   epochMs,
   isArenaPayload,
+  isInferFailure,
   type DescribeTask,
+  type InferFailure,
   type InferResult,
   type InferTask,
   type InputPayload,
@@ -86,10 +87,11 @@ if (plan?.channel !== undefined) {
   }
 }
 
-export default async function runTask(task: InferTask | DescribeTask): Promise<InferResult | ModelIoDescription> {
+export default async function runTask(task: InferTask | DescribeTask): Promise<InferResult | InferFailure | ModelIoDescription> {
   if (task.kind === 'describe') return describe();
   const result = await infer(task);
-  leakAfterTask();
+  // A task refused before it ran leaks nothing, as a thrown one did not.
+  if (!isInferFailure(result)) leakAfterTask();
   return result;
 }
 
@@ -127,11 +129,12 @@ function describe(): ModelIoDescription {
   };
 }
 
-async function infer(task: InferTask): Promise<InferResult> {
+async function infer(task: InferTask): Promise<InferResult | InferFailure> {
   const startedAt = epochMs();
   if (task.deadlineMs !== undefined && startedAt > task.deadlineMs) {
     // Waited in the pool's queue past the caller's deadline: never run it.
-    throw new Error(`${DEADLINE_EXCEEDED_PREFIX} (waited ${Math.round(startedAt - task.queuedAtMs)} ms for a worker)`);
+    const waited = Math.round(startedAt - task.queuedAtMs);
+    return { failure: { kind: 'deadline', message: `deadline exceeded before execution (waited ${waited} ms for a worker)` } };
   }
   if (task.fault === 'crash-worker' || task.fault === 'crash-worker-once') {
     if (!init.faultInjection) throw new Error('fault injection is disabled in this server');

@@ -13,12 +13,14 @@ import { fileURLToPath } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
+import { DeadlineExceededError, ServingError, WorkerCrashedError } from '../common/serving-error.js';
 import { WorkerPoolTarget, workerChannelsSupported } from '../native/worker-channel.js';
 import {
-  DEADLINE_EXCEEDED_PREFIX,
   type ChannelSpec,
+  isInferFailure,
   isWorkerEventMessage,
   type DescribeTask,
+  type InferFailure,
   type InferResult,
   type InferTask,
   type ModelIoDescription,
@@ -40,16 +42,6 @@ export interface ModelPoolOptions extends WorkerInitData {
 /** One worker's memory figures, as it reported them (WorkerStatsMessage). */
 export type WorkerStats = Omit<WorkerStatsMessage, 'type' | 'id'>;
 
-/** Raised when the worker running a task died; the task's requests fail, later ones succeed. */
-export class WorkerCrashedError extends Error {
-  override readonly name = 'WorkerCrashedError';
-}
-
-/** The task's deadline passed while it waited for a worker; it never ran. */
-export class DeadlineExceededError extends Error {
-  override readonly name = 'DeadlineExceededError';
-}
-
 /** What a pool's warm-up did: per-worker runs and duration, and warnings from default samples. */
 export interface WarmupReport {
   readonly workers: number;
@@ -60,7 +52,7 @@ export interface WarmupReport {
 }
 
 export class ModelPool {
-  private readonly piscina: Piscina<InferTask | DescribeTask, InferResult | ModelIoDescription>;
+  private readonly piscina: Piscina<InferTask | DescribeTask, InferResult | InferFailure | ModelIoDescription>;
   /** Decoupled from piscina's events so waiting code never races a listener it has not attached yet. */
   private readonly events = new EventEmitter();
   /** Set once the config is complete; every worker that says hello afterwards gets it at once. */
@@ -225,10 +217,15 @@ export class ModelPool {
     });
   }
 
-  /** Runs one inference task; input buffers in `transfer` are moved, not copied. */
+  /**
+   * Runs one inference task; input buffers in `transfer` are moved, not copied.
+   * Throws WorkerCrashedError when its worker died (and the retry's), and the
+   * worker's typed refusals as ServingErrors of their kind.
+   */
   async infer(task: InferTask, transfer: ArrayBuffer[]): Promise<InferResult> {
+    let outcome: InferResult | InferFailure;
     try {
-      return (await this.piscina.run(task, { transferList: transfer })) as InferResult;
+      outcome = (await this.piscina.run(task, { transferList: transfer })) as InferResult | InferFailure;
     } catch (err) {
       if (err instanceof Error && /^worker exited with code/.test(err.message)) {
         // Inference is idempotent: a task whose worker died is retried once on
@@ -237,19 +234,18 @@ export class ModelPool {
         if (transfer.length === 0) return this.retryAfterCrash(task, err.message);
         throw new WorkerCrashedError(`inference worker died while running the request (${err.message})`);
       }
-      if (err instanceof Error && err.message.startsWith(DEADLINE_EXCEEDED_PREFIX)) {
-        throw new DeadlineExceededError(err.message);
-      }
       throw err;
     }
+    return resultOf(outcome);
   }
 
   private async retryAfterCrash(task: InferTask, firstFailure: string): Promise<InferResult> {
     this.options.logger.warn({ model_path: this.options.modelPath, error: firstFailure }, 'inference worker died mid-task; retrying the task once');
     // A transient test fault strikes the first attempt only.
     const retry: InferTask = task.fault === 'crash-worker-once' ? { ...task, fault: undefined } : task;
+    let outcome: InferResult | InferFailure;
     try {
-      return (await this.piscina.run(retry)) as InferResult;
+      outcome = (await this.piscina.run(retry)) as InferResult | InferFailure;
     } catch (err) {
       if (err instanceof Error && /^worker exited with code/.test(err.message)) {
         throw new WorkerCrashedError(
@@ -258,6 +254,7 @@ export class ModelPool {
       }
       throw err;
     }
+    return resultOf(outcome);
   }
 
   /** Finishes queued and running tasks, then stops every worker (and its session). */
@@ -324,6 +321,13 @@ export class ModelPool {
       this.events.once('worker-error', onError);
     });
   }
+}
+
+/** A worker's answer, with its typed refusal rebuilt as the error of its kind. */
+function resultOf(outcome: InferResult | InferFailure): InferResult {
+  if (!isInferFailure(outcome)) return outcome;
+  const { kind, message } = outcome.failure;
+  throw kind === 'deadline' ? new DeadlineExceededError(message) : new ServingError(kind, message);
 }
 
 function errorMessage(err: unknown): string {

@@ -4,6 +4,7 @@
  * server code and the main thread never loads onnxruntime.
  */
 import type { MessagePort } from 'node:worker_threads';
+import type { ErrorKind } from '../common/error-kinds.js';
 import type { NumericArray, OrtTensorType } from '../tensor/wire-types.js';
 
 /** Passed once to every worker of a model version's pool (piscina `workerData`). */
@@ -100,6 +101,19 @@ export interface InferTask {
   readonly fault?: 'crash-worker' | 'crash-worker-once';
   /** Test-only: hold the worker this long before running (fault injection only). */
   readonly faultDelayMs?: number;
+}
+
+/**
+ * A task the worker refused as a typed failure (structured clone drops an
+ * Error's own fields, so failures with a kind cross as data, not as thrown
+ * errors): the main thread rethrows it as a ServingError of that kind.
+ */
+export interface InferFailure {
+  readonly failure: { readonly kind: ErrorKind; readonly message: string };
+}
+
+export function isInferFailure(value: InferResult | InferFailure): value is InferFailure {
+  return (value as InferFailure).failure !== undefined;
 }
 
 export interface InferResult {
@@ -234,9 +248,6 @@ export function isWorkerEventMessage(message: unknown): message is WorkerEventMe
   const type = (message as { type?: unknown } | null)?.type;
   return type === 'hotpath:session' || type === 'hotpath:warm';
 }
-
-/** Prefix of the error a worker raises for a task whose deadline passed before it ran. */
-export const DEADLINE_EXCEEDED_PREFIX = 'deadline exceeded before execution';
 
 /** The current time as epoch milliseconds with sub-ms precision, comparable across threads. */
 export function epochMs(): number {

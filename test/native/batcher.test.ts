@@ -152,7 +152,7 @@ describe.each(addonBuilds)('$kind build: batcher', (build) => {
     const batcher = make({ defaultQueuePolicy: { maxQueueSize: 2 } });
     const queued = [0, 1].map((i) => rejection(batcher.enqueue({ inputs: [rowsOf(i)], dims: [[4]] })));
     const full = await rejection(batcher.enqueue({ inputs: [rowsOf(2)], dims: [[4]] }));
-    expect(full).toMatchObject({ name: 'BatcherRejection', reason: 'QUEUE_FULL', code: 'UNAVAILABLE', model: 'm:1', queueNs: 0 });
+    expect(full).toMatchObject({ name: 'BatcherRejection', reason: 'QUEUE_FULL', kind: 'queue_full', code: 'UNAVAILABLE', model: 'm:1', queueNs: 0 });
     expect(full).toBeInstanceOf(NativeError);
     expect(full.message).toMatch(/^enqueue: UNAVAILABLE: model 'm:1': queue full \(max_queue_size 2 at priority level 1\)$/);
     expect((full.stack ?? '').split('\n')[1]).toMatch(/batcher\.test\.ts/);
@@ -170,7 +170,7 @@ describe.each(addonBuilds)('$kind build: batcher', (build) => {
     const starved = make({ tenant: 'small', maxQueueDelayUs: 0 });
     const served = make({ tenant: 'big', maxQueueDelayUs: 0 });
     const refused = await rejection(starved.enqueue({ inputs: [rowsOf(1)], dims: [[4]] }));
-    expect(refused).toMatchObject({ reason: 'RESOURCE_EXHAUSTED', code: 'RESOURCE_EXHAUSTED', tenant: 'small' });
+    expect(refused).toMatchObject({ reason: 'OVER_QUOTA', kind: 'over_quota', code: 'RESOURCE_EXHAUSTED', tenant: 'small' });
     expect(refused.message).toMatch(/^enqueue: RESOURCE_EXHAUSTED: model 'm:1': tenant 'small' over quota: requested \d+(\.\d+)? \w+, using 0(\.0)? B of its 0(\.0)? B quota$/);
     expect(starved.stats().memoryFailures).toBe(1);
     const slice = await served.enqueue({ inputs: [rowsOf(2)], dims: [[4]] }); // delay 0: a lone request goes at once

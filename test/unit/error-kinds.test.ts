@@ -21,7 +21,7 @@ import {
   WorkerCrashedError,
 } from '../../src/common/serving-error.js';
 import { NativeError } from '../../src/native/native-error.js';
-import { BatcherRejection } from '../../src/native/batcher-errors.js';
+import { BatcherRejection, rejectionCodes } from '../../src/native/batcher-errors.js';
 
 describe('error kinds', () => {
   it('map every kind to one gRPC status, HTTP status and failure reason', () => {
@@ -67,6 +67,9 @@ describe('error kinds', () => {
     expect(kindOfExecutionFailure('INVALID')).toBe('invalid');
     expect(kindOfExecutionFailure('SHUTDOWN')).toBe('shutdown');
     expect(kindOfExecutionFailure('INTERNAL')).toBe('internal');
+    expect(kindOfExecutionFailure('WORKER_CRASHED')).toBe('worker_crashed');
+    expect(kindOfExecutionFailure('DEADLINE')).toBe('deadline');
+    expect(kindOfExecutionFailure('RESOURCE_EXHAUSTED')).toBe('over_quota');
     expect(isErrorKind('queue_full')).toBe(true);
     expect(isErrorKind('toString')).toBe(false);
   });
@@ -84,9 +87,9 @@ describe('toServiceError', () => {
   it('answers worker failures with their kinds', () => {
     expect(classifyError(new WorkerCrashedError('worker died'))).toEqual({ kind: 'worker_crashed', message: 'worker died' });
     expect(toServiceError(new DeadlineExceededError('late')).code).toBe(status.DEADLINE_EXCEEDED);
-    // An error of the same name from another module (the pool's, until it uses these classes).
+    // Recognised by class or kind, never by name: an Error merely named so is internal.
     const foreign = Object.assign(new Error('died'), { name: 'WorkerCrashedError' });
-    expect(toServiceError(foreign)).toMatchObject({ code: status.UNAVAILABLE, details: 'died' });
+    expect(toServiceError(foreign)).toMatchObject({ code: status.INTERNAL, details: 'inference failed: died' });
   });
 
   it('answers native errors with the native message and batcher rejections by reason', () => {
@@ -96,6 +99,13 @@ describe('toServiceError', () => {
     expect(classifyError(full)).toEqual({ kind: 'queue_full', message: "model 'm': queue full" });
     const timedOut = new BatcherRejection('TIMEOUT', 'DEADLINE_EXCEEDED', 'timed out', 'm', 5, 'default', 3);
     expect(toServiceError(timedOut).code).toBe(status.DEADLINE_EXCEEDED);
+    // The addon's typed refusals: each reason has its kind, and its code follows from it.
+    for (const [reason, kind] of [['QUEUE_FULL', 'queue_full'], ['SHUTDOWN', 'shutdown'], ['OVER_QUOTA', 'over_quota'], ['INVALID', 'invalid']] as const) {
+      const refused = new BatcherRejection(reason, rejectionCodes[reason], 'refused', 'm', 0, 'default');
+      expect(refused.kind).toBe(kind);
+      expect(classifyError(refused).kind).toBe(kind);
+      expect(toServiceError(refused).code).toBe(grpcStatusOf(kind));
+    }
   });
 
   it('answers anything else INTERNAL, naming the failure', () => {
