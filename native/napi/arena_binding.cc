@@ -13,6 +13,7 @@
 
 #include "arena/registry.h"
 #include "napi/arena_binding_values.h"
+#include "napi/export_functions.h"
 #include "napi/result_js.h"
 
 namespace hotpath::napi {
@@ -404,11 +405,7 @@ void RegisterArenaBinding(Napi::Env env, Napi::Object exports) {
   ArenaEnv* raw = state.get();
   env.AddCleanupHook(OnEnvCleanup, raw);
   state.release();  // owned by the cleanup hook
-  struct Entry {
-    const char* name;
-    Napi::Function::Callback callback;
-  };
-  const Entry entries[] = {
+  ExportFunctions(env, exports, raw, {
       {"arenaCreate", CreateJs},
       {"arenaAttach", AttachJs},
       {"arenaClose", CloseJs},
@@ -431,10 +428,7 @@ void RegisterArenaBinding(Napi::Env env, Napi::Object exports) {
       {"arenaDetachView", DetachViewJs},
       {"arenaStats", StatsJs},
       {"arenaReleaseCached", ReleaseCachedJs},
-  };
-  for (const Entry& entry : entries) {
-    exports.Set(entry.name, Napi::Function::New(env, entry.callback, entry.name, raw));
-  }
+  });
 }
 
 }  // namespace hotpath::napi

@@ -19,6 +19,7 @@
 #include "napi/arena_binding_values.h"
 #include "napi/batcher_binding_values.h"
 #include "napi/batcher_dispatch.h"
+#include "napi/export_functions.h"
 #include "napi/result_js.h"
 #include "napi/worker_target.h"
 
@@ -507,11 +508,7 @@ void RegisterBatcherBinding(Napi::Env env, Napi::Object exports, ExecutorRegistr
   BatcherEnv* raw = state.get();
   env.AddCleanupHook(OnEnvCleanup, raw);
   state.release();  // owned by the cleanup hook
-  struct Entry {
-    const char* name;
-    Napi::Function::Callback callback;
-  };
-  const Entry entries[] = {
+  ExportFunctions(env, exports, raw, {
       {"batcherCreate", CreateJs},
       {"batcherEnqueue", EnqueueJs},
       {"batcherInstanceIdle", InstanceNoticeJs<true>},
@@ -524,10 +521,7 @@ void RegisterBatcherBinding(Napi::Env env, Napi::Object exports, ExecutorRegistr
       {"batcherView", ViewJs},
       {"batcherSetTarget", SetTargetJs},
       {"batcherSetWorkerTarget", SetWorkerTargetJs},
-  };
-  for (const Entry& entry : entries) {
-    exports.Set(entry.name, Napi::Function::New(env, entry.callback, entry.name, raw));
-  }
+  });
 }
 
 }  // namespace hotpath::napi

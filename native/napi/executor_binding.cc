@@ -16,6 +16,7 @@
 #include "executor/executor.h"
 #include "napi/arena_binding_values.h"
 #include "napi/executor_binding_values.h"
+#include "napi/export_functions.h"
 #include "napi/result_js.h"
 
 namespace hotpath::napi {
@@ -410,17 +411,10 @@ ExecutorRegistry& RegisterExecutorBinding(Napi::Env env, Napi::Object exports) {
   ExecutorEnv* raw = state.get();
   env.AddCleanupHook(OnEnvCleanup, raw);
   state.release();  // owned by the cleanup hook
-  struct Entry {
-    const char* name;
-    Napi::Function::Callback callback;
-  };
-  const Entry entries[] = {
+  ExportFunctions(env, exports, raw, {
       {"executorCreate", CreateJs},   {"executorRun", RunJs},     {"executorInjectFault", InjectFaultJs},
       {"executorStats", StatsJs},     {"executorDead", DeadJs},   {"executorClose", CloseJs},
-  };
-  for (const Entry& entry : entries) {
-    exports.Set(entry.name, Napi::Function::New(env, entry.callback, entry.name, raw));
-  }
+  });
   return raw->registry;
 }
 

@@ -11,6 +11,7 @@
 
 #include "napi/arena_binding_values.h"
 #include "napi/executor_binding_values.h"
+#include "napi/export_functions.h"
 #include "napi/result_js.h"
 #include "napi/worker_target.h"
 
@@ -426,17 +427,10 @@ void RegisterWorkerBinding(Napi::Env env, Napi::Object exports) {
   WorkerEnv* raw = state.get();
   env.AddCleanupHook(OnEnvCleanup, raw);
   state.release();  // owned by the cleanup hook
-  struct Entry {
-    const char* name;
-    Napi::Function::Callback callback;
-  };
-  const Entry entries[] = {
+  ExportFunctions(env, exports, raw, {
       {"workerPoolCreate", PoolCreateJs},   {"workerPoolClose", PoolCloseJs},     {"workerPoolStats", PoolStatsJs},
       {"workerChannelOpen", ChannelOpenJs}, {"workerChannelClose", ChannelCloseJs}, {"workerBatchDone", BatchDoneJs},
-  };
-  for (const Entry& entry : entries) {
-    exports.Set(entry.name, Napi::Function::New(env, entry.callback, entry.name, raw));
-  }
+  });
 }
 
 }  // namespace hotpath::napi
