@@ -21,7 +21,8 @@ import type { Logger } from 'pino';
 import { Arena } from '../native/arena.js';
 import { ExecutorRunError, type Executor } from '../native/executor.js';
 import type { DeviceFallbackReason } from '../observability/metric-names.js';
-import type { TensorSpec } from '../tensor/model-signature.js';
+import type { ModelSignature, TensorSpec } from '../tensor/model-signature.js';
+import { elementCount } from '../tensor/shape.js';
 import { copyToTypedArray, typedArrayBytes, wireTypeInfo } from '../tensor/wire-types.js';
 import {
   epochMs,
@@ -50,10 +51,8 @@ export class DeviceFaultError extends Error {
 
 export interface VersionExecutorOptions {
   readonly executor: Executor;
-  /** The version's config tensors, model order (names, wire types, per-row dims). */
-  readonly inputs: readonly TensorSpec[];
-  readonly outputs: readonly TensorSpec[];
-  readonly maxBatchSize: number;
+  /** The version's request signature (config tensors in model order, max_batch_size). */
+  readonly signature: ModelSignature;
   readonly deviceHealth: DeviceHealth;
   readonly probeIntervalMs: number;
   /** The arena request inputs live in, to read arena-placed task inputs. */
@@ -143,7 +142,7 @@ export class VersionExecutor {
     const byName = new Map(result.outputs.map((output) => [output.name, output]));
     const outputs: TensorPayload[] = task.outputNames.map((name) => {
       const output = byName.get(name);
-      const spec = this.options.outputs.find((s) => s.name === name);
+      const spec = this.options.signature.outputsByName.get(name);
       if (output === undefined || spec === undefined) throw new Error(`the executor produced no output named '${name}'`);
       if (spec.ortType === 'string') throw new Error(`output '${name}' is BYTES, which the executor never produces`);
       return { name, type: spec.ortType, dims: output.dims, data: copyToTypedArray(spec.datatype, output.bytes) };
@@ -217,7 +216,7 @@ export class VersionExecutor {
     this.probing = true;
     try {
       const rows = 1;
-      const inputs = this.options.inputs.map((spec) => new Uint8Array(this.rowBytes(spec) * rows));
+      const inputs = this.options.signature.inputs.map((spec) => new Uint8Array(rowBytes(spec) * rows));
       await this.options.executor.run(inputs, rows);
       if (this.stateValue !== 'cpu-probing' || this.closed) return;
       this.stateValue = 'native';
@@ -234,19 +233,13 @@ export class VersionExecutor {
     }
   }
 
-  private rowBytes(spec: TensorSpec): number {
-    const dims = spec.reshape ?? spec.dims;
-    const elements = dims.reduce((product, dim) => product * Math.max(dim, 1), 1);
-    return elements * wireTypeInfo(spec.datatype).size;
-  }
-
   /** The task's inputs as bytes in the executor's (model) order, and its row count. */
   private taskInputs(task: InferTask): { bytes: Uint8Array[]; rows: number } {
     let rows = 1;
-    const bytes = this.options.inputs.map((spec, index) => {
+    const bytes = this.options.signature.inputs.map((spec, index) => {
       const payload = task.inputs.find((input) => input.name === spec.name);
       if (payload === undefined) throw new Error(`task has no input '${spec.name}'`);
-      if (index === 0 && this.options.maxBatchSize > 0) rows = payload.dims[0] ?? 1;
+      if (index === 0 && this.options.signature.maxBatchSize > 0) rows = payload.dims[0] ?? 1;
       if (isArenaPayload(payload)) {
         // Arena-placed inputs (a direct request): read them through this thread's mapping.
         const block = Arena.attach(this.options.hostArenaName).adopt(payload.arenaBlock);
@@ -261,4 +254,9 @@ export class VersionExecutor {
     });
     return { bytes, rows };
   }
+}
+
+/** Bytes of one row of `spec` as the model sees it, variable dimensions taken as 1 (the probe's zero batch). */
+function rowBytes(spec: TensorSpec): number {
+  return elementCount((spec.reshape ?? spec.dims).map((dim) => Math.max(dim, 1))) * wireTypeInfo(spec.datatype).size;
 }

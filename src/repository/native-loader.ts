@@ -71,12 +71,7 @@ export function selectExecutor(
   if (parameter === 'native') return { native: true, device: onCuda ? 'cuda' : 'host', forced: true, note: '' };
   const gpuGroups = (config?.instanceGroup ?? []).filter((group) => group.kind === ModelInstanceGroup_Kind.GPU);
   if (gpuGroups.length === 0) return { native: false, device: 'host', forced: false, note: '' };
-  const onCpu = (why: string): ExecutorSelection => ({
-    native: false,
-    device: 'host',
-    forced: false,
-    note: `KIND_GPU requested, running on onnxruntime (CPU): ${why}`,
-  });
+  const onCpu = (why: string): ExecutorSelection => ({ native: false, device: 'host', forced: false, note: onCpuNote(why) });
   if (deviceLost !== undefined) return onCpu(`the CUDA device was lost earlier in this process (${deviceLost})`);
   if (!onCuda) {
     return onCpu(memory.device === undefined ? memory.deviceUnavailableReason : 'the device ledger is backed by host memory (test hook)');
@@ -119,7 +114,6 @@ export interface CreateExecutorOptions {
   readonly versionMemory: VersionMemory;
   readonly tenant: string;
   readonly instances: number;
-  readonly logger: Logger;
 }
 
 /**
@@ -152,6 +146,16 @@ export function createExecutor(options: CreateExecutorOptions): Executor {
     }
     throw err;
   }
+}
+
+/** Why a KIND_GPU version runs on onnxruntime instead (index, /healthz, log). */
+function onCpuNote(why: string): string {
+  return `KIND_GPU requested, running on onnxruntime (CPU): ${why}`;
+}
+
+/** A forced native version the executor cannot take fails its load as a config error. */
+function forcedNativeFailure(file: string, why: string): ModelConfigError {
+  return new ModelConfigError(file, undefined, `parameter 'executor' is "native", but ${why}`);
 }
 
 /** The message of a plan or executor failure, for logs and the index. */
@@ -194,15 +198,17 @@ deps: NativeLoadDeps,
   const label = `${name}:${version}`;
   let plan;
   let config: ModelConfig;
+  let signature: ModelSignature;
   try {
     const parsed = await readPlan(args.modelPath, label, args.config.maxBatchSize);
     config = completeModelConfig(args.config, name, toTensorInfo(parsed.io), { file });
     validateModelConfig(config, { file, modelName: name });
-    plan = alignPlan(parsed, signatureFromConfig(config));
+    signature = signatureFromConfig(config);
+    plan = alignPlan(parsed, signature);
   } catch (err) {
     if (err instanceof ModelConfigError) throw err;
-    if (selection.forced) throw new ModelConfigError(file, undefined, `parameter 'executor' is "native", but ${failureMessage(err)}`);
-    return { note: `KIND_GPU requested, running on onnxruntime (CPU): ${failureMessage(err)}` };
+    if (selection.forced) throw forcedNativeFailure(file, failureMessage(err));
+    return { note: onCpuNote(failureMessage(err)) };
   }
   const memory = VersionMemory.forLoad(deps.memory, {
     tenant,
@@ -214,24 +220,22 @@ deps: NativeLoadDeps,
   });
   let executor: Executor;
   try {
-    executor = createExecutor({ plan, selection, memory: deps.memory, versionMemory: memory, tenant, instances, logger: deps.logger });
+    executor = createExecutor({ plan, selection, memory: deps.memory, versionMemory: memory, tenant, instances });
   } catch (err) {
     memory.destroy();
     if (selection.forced || (err instanceof ServingError && err.code === status.RESOURCE_EXHAUSTED)) {
       throw selection.forced && err instanceof NativeError && err.code === 'FAILED_PRECONDITION'
-        ? new ModelConfigError(file, undefined, `parameter 'executor' is "native", but ${err.message}`)
+        ? forcedNativeFailure(file, err.message)
         : err;
     }
-    return { note: `KIND_GPU requested, running on onnxruntime (CPU): ${failureMessage(err)}` };
+    return { note: onCpuNote(failureMessage(err)) };
   }
   const fields = { model: name, model_version: String(version), tenant };
   const log = deps.logger.child(fields);
   let loaded: ModelVersion | undefined;
   const native = new VersionExecutor({
     executor,
-    inputs: signatureFromConfig(config).inputs,
-    outputs: signatureFromConfig(config).outputs,
-    maxBatchSize: config.maxBatchSize,
+    signature,
     deviceHealth: deps.deviceHealth,
     probeIntervalMs: deps.probeIntervalMs,
     hostArenaName: ARENA_NAME,

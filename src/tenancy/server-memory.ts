@@ -113,8 +113,9 @@ export class ServerMemory {
       reason = `no usable CUDA device ${options.device.ordinal}: ${probed.name}`;
       log.info({ ledger: 'device', device: options.device.ordinal, reason }, 'no device ledger: executor memory stays on the host ledger');
     } else {
-      const hostTenants = [...new Set([...options.tenants.map((t) => t.name)])];
-      for (const name of hostTenants) {
+      // Every host tenant exists in the device ledger too; without a device
+      // quota it is bounded there by the ledger's capacity.
+      for (const { name } of options.tenants) {
         if (name !== DEFAULT_TENANT && !options.device.tenants.some((t) => t.name === name)) {
           device.arena.createTenant(name, device.arena.stats().capacity);
         }
