@@ -4,12 +4,15 @@
 //   auto batcher = Batcher::Create(config, std::make_shared<SteadyClock>(),
 //                                  std::make_shared<HostBatchMemory>(), callbacks);
 //   batcher.value()->Enqueue(request);   // from any thread; copies the inputs once
-//   ...callbacks.dispatch(SealedBatch)   // on the batcher thread
+//   ...callbacks.dispatch(SealedBatch)   // on the batcher thread, or in Enqueue
 //   batcher.value()->InstanceIdle();     // when that batch's instance is free again
 //
 // Enqueue copies the request's input bytes straight into its open batch's
 // buffers (BatchMemory) and returns. A timer thread seals batches when the
-// policy says so and hands them to `dispatch`; each sealed batch occupies one
+// policy says so and hands them to `dispatch`; when a batch is ready the
+// moment a request lands (no batching, a preferred size reached, no delay)
+// and the model does not preserve ordering, Enqueue seals and dispatches it
+// itself, on the calling thread, before it returns; each sealed batch occupies one
 // instance until InstanceIdle(). Accepted requests that are never executed
 // (timeout, deadline, shutdown) are reported through `reject`. Every accepted
 // request ends in exactly one of the two callbacks.
@@ -97,12 +100,15 @@ struct EnqueueResult {
   StatusCode code() const { return status.code(); }
 };
 
-// Both must be set and must not throw (they run on the loop thread).
+// Both must be set and must not throw (they run on the loop thread, or on a
+// thread inside Enqueue).
 struct BatcherCallbacks {
-  // Runs on the batcher thread; keep it short (hand off to a
+  // Runs on the batcher thread, or on an enqueuing thread that found a batch
+  // ready (see above); keep it short and non-blocking (hand off to a
   // ThreadSafeFunction). The batch has taken one idle instance.
   std::function<void(SealedBatch)> dispatch;
-  // Runs on the batcher thread, or at shutdown on the thread stopping it.
+  // Runs on the batcher thread, on an enqueuing thread with a dispatch, or at
+  // shutdown on the thread stopping it.
   std::function<void(std::vector<RejectedRequest>)> reject;
 };
 

@@ -4,7 +4,9 @@
 // (executor/batch_target.h); an onnxruntime worker target (the request-path
 // issue) is meant to implement the same.
 //
-// Thread-safety: Execute is called on the batcher thread and must not block
+// Thread-safety: Execute is called on the batcher thread, or on a thread
+// inside Batcher::Enqueue (the JS main thread) that sealed a ready batch
+// itself, and must not block
 // (queue the work and return). `done` may be called on any thread, exactly
 // once per Execute.
 #pragma once

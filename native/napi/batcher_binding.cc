@@ -292,7 +292,9 @@ Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
   }
   if (Status s = ToRequestInputs(info[6], info[7], &request.inputs); !s.ok()) return ErrorResult(env, s);
 
-  // Copies the inputs; never calls back here.
+  // Copies the inputs. A batch it finds ready is dispatched from here, but
+  // dispatch only posts to a ThreadSafeFunction or a worker: JS is never
+  // called back from inside Enqueue.
   const bt::EnqueueResult enqueued = instance.batcher->Enqueue(request);
   if (enqueued.ok()) {
     instance.AddOutstanding(env, 1);

@@ -323,6 +323,48 @@ void TestNoBatchingPassesShapesThrough(test::Checker& check) {
   check.True(two_rows.kind == RejectKind::kInvalid, "refused as INVALID");
 }
 
+// A batch that is ready the moment a request lands is dispatched by Enqueue
+// itself, on the calling thread, before it returns: no Flush() and no loop
+// turn needed. With preserve_ordering the loop stays the one dispatcher.
+void TestReadyBatchDispatchedByEnqueue(test::Checker& check) {
+  std::thread::id dispatched_on;
+  size_t dispatched = 0;
+  auto run = [&](bool preserve_ordering) {
+    BatcherConfig config = Config(0, 0);
+    config.model_name = "inline";
+    config.preserve_ordering = preserve_ordering;
+    dispatched = 0;
+    BatcherCallbacks callbacks;
+    callbacks.dispatch = [&](SealedBatch) {
+      dispatched_on = std::this_thread::get_id();
+      ++dispatched;
+    };
+    callbacks.reject = [](std::vector<RejectedRequest>) {};
+    auto created = Batcher::Create(config, std::make_shared<ManualClock>(),
+                                   std::make_shared<HostBatchMemory>(), std::move(callbacks));
+    if (!created.ok()) return std::unique_ptr<Batcher>();
+    std::unique_ptr<Batcher> batcher = std::move(created).value();
+    float value = 1;
+    EnqueueRequest request;
+    request.id = 1;
+    request.rows = 1;
+    request.inputs.push_back(RequestInput{&value, sizeof(value), std::vector<int64_t>{1}});
+    check.True(batcher->Enqueue(request).ok(), "enqueued");
+    return batcher;
+  };
+  std::unique_ptr<Batcher> unordered = run(false);
+  if (!check.True(unordered != nullptr, "created")) return;
+  check.Equal(dispatched, size_t{1}, "dispatched before Enqueue returned");
+  check.True(dispatched_on == std::this_thread::get_id(), "on the enqueuing thread");
+  unordered->Stop();
+  std::unique_ptr<Batcher> ordered = run(true);
+  if (!check.True(ordered != nullptr, "created (ordered)")) return;
+  ordered->Flush();
+  check.Equal(dispatched, size_t{1}, "ordered: dispatched by the loop");
+  check.True(dispatched_on != std::this_thread::get_id(), "ordered: on the batcher thread");
+  ordered->Stop();
+}
+
 // The real clock's timed wait, once: the only test that waits for time to
 // pass, and it asserts only a lower bound.
 void TestSteadyClockTimer(test::Checker& check) {
@@ -434,6 +476,7 @@ int main() {
   TestSealedBatchOwnsMemory(check);
   TestPriorityAndOrderingThroughTheLoop(check);
   TestNoBatchingPassesShapesThrough(check);
+  TestReadyBatchDispatchedByEnqueue(check);
   TestSteadyClockTimer(check);
   TestConcurrentEnqueues(check);
   return check.ExitCode();

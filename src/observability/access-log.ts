@@ -37,9 +37,28 @@ export class AccessLog {
     this.log = logger.child({ component: 'access' });
   }
 
+  /**
+   * Draws whether the next success is logged. The request path asks before
+   * building the record (then recordSampledSuccess), so a success that is
+   * not sampled costs no allocation.
+   */
+  sampleSuccess(): boolean {
+    return this.sampleRate >= 1 || (this.sampleRate > 0 && this.random() < this.sampleRate);
+  }
+
+  /** Logs a failure always, a success when sampleSuccess() draws it. */
   record(entry: AccessRecord): void {
     const ok = entry.code === grpcStatus.OK;
-    if (ok && !(this.sampleRate >= 1 || (this.sampleRate > 0 && this.random() < this.sampleRate))) return;
+    if (ok && !this.sampleSuccess()) return;
+    this.write(entry, ok);
+  }
+
+  /** Logs a success the caller already sampled with sampleSuccess(). */
+  recordSampledSuccess(entry: AccessRecord): void {
+    this.write(entry, true);
+  }
+
+  private write(entry: AccessRecord, ok: boolean): void {
     const fields = {
       request_id: entry.requestId,
       trace_id: entry.traceId,

@@ -72,10 +72,12 @@ export class InferenceRunner {
       if (!this.accepting) throw unavailable('server is shutting down; retry on another replica');
       version = await this.options.models.resolveForRequest(request.modelName, request.modelVersion);
       const response = await this.run(request, version, context, elapsedNs);
-      this.options.accessLog.record({
-        ...this.describe(request, context, method, version, elapsedNs()),
-        code: status.OK,
-      });
+      if (this.options.accessLog.sampleSuccess()) {
+        this.options.accessLog.recordSampledSuccess({
+          ...this.describe(request, context, method, version, elapsedNs()),
+          code: status.OK,
+        });
+      }
       return response;
     } catch (err) {
       const failure = toServiceError(err);

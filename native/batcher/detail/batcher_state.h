@@ -89,6 +89,7 @@ struct BatcherState {
   std::vector<uint32_t> queued_per_level;                 // (mu) live requests
   uint32_t idle_instances = 0;                            // (mu)
   uint64_t copies_in_flight = 0;                          // (mu) all batches
+  uint64_t deliveries_in_flight = 0;  // (mu) Enqueues dispatching a batch themselves
   uint64_t next_batch_id = 1;                             // (mu)
   uint64_t next_sequence = 0;                             // (mu)
   BatcherStats stats;                                     // (mu) counters only
