@@ -4,16 +4,19 @@
  *
  *   hotpath serve --model-repository DIR [--grpc-port 8001] [--http-port 8000]
  *
- * Triton's default ports are the defaults here. Validation of the flags lives
- * in `parseServeOptions`, with one message format per flag.
+ * Triton's default ports are the defaults here, and Triton's flags are taken
+ * as Triton spells them (`--model-store`, `--model-control-mode`,
+ * `--allow-http=false`...), so a tritonserver command line works as it is.
+ * Validation of the flags lives in `parseServeOptions`, with one message
+ * format per flag (cli-flags.ts).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
-import { createRootLogger } from './observability/logger.js';
+import { createRootLogger, type LogFormat } from './observability/logger.js';
 import {
   DEFAULT_TENANT,
   mergeTenants,
@@ -25,15 +28,44 @@ import {
 } from './tenancy/tenant-config.js';
 import { HotpathServer, type PatrolSettings } from './server/hotpath-server.js';
 import type { DeviceLedgerOptions } from './tenancy/server-memory.js';
+import { ALL_MODELS, MODEL_CONTROL_MODES, type ModelControlMode } from './repository/model-control.js';
+import { modelNameProblem } from './repository/model-directory.js';
+import {
+  aliasedFlag,
+  booleanFlag,
+  byteSizeFlag,
+  choiceFlag,
+  integerFlag,
+  numberFlag,
+  UsageError,
+  withBooleanValues,
+} from './cli-flags.js';
 
 const USAGE = `usage: hotpath serve --model-repository DIR [options]
+       hotpath --version | --help
+
+Boolean flags take --flag, --flag=true|false or --flag true|false. Sizes take
+4096, 512MiB / 512Mi, 2GiB / 2Gi, 100MB. [T] marks Triton's name for a flag.
 
 options:
   --model-repository DIR       Triton-layout model repository (required)
+  --model-store DIR            [T] the same as --model-repository
   --host HOST                  address to bind (default 0.0.0.0)
   --grpc-port N                KServe V2 / Triton gRPC port (default 8001; 0 = any free port)
-  --http-port N                HTTP health port (default 8000; 0 = any free port; -1 = off)
+  --http-port N                HTTP port (default 8000; 0 = any free port; -1 = off)
   --metrics-port N             Prometheus GET /metrics port (default 8002; 0 = any free port; -1 = off)
+  --allow-grpc BOOL            [T] serve gRPC (default true)
+  --allow-http BOOL            [T] serve HTTP (default true)
+  --allow-metrics BOOL         [T] serve metrics (default true)
+  --max-message-size SIZE      largest request body, gRPC and HTTP alike (default 64MiB, at most 2GiB)
+  --model-control-mode MODE    [T] none|explicit|poll; without it every model loads at start-up and
+                               load/unload are allowed (Triton's default is none, which refuses them)
+  --load-model NAME            [T] explicit mode: a model to load at start-up (repeatable; '*' = all)
+  --repository-poll-secs S     [T] poll mode: seconds between repository scans (default 15)
+  --disable-auto-complete-config
+                               [T] do not complete configs from the ONNX model: a config must name
+                               every input and output, with data_type and dims (default: complete)
+  --strict-model-config BOOL   [T] true = --disable-auto-complete-config (default false)
   --intra-op-threads N         onnxruntime intra-op threads per worker (default 1)
   --model-load-concurrency N   models loaded and warmed at once (default 2)
   --no-default-warmup          skip the default warm-up of models without model_warmup
@@ -42,6 +74,7 @@ options:
   --drain-delay S              on SIGTERM/SIGINT, seconds between turning unready and
                                refusing new calls (default 5)
   --drain-timeout S            seconds in-flight requests get to finish after that (default 30)
+  --exit-timeout-secs S        [T] the same as --drain-timeout
   --memory-capacity SIZE       memory arena capacity for request buffers and model footprints,
                                all tenants together (default: half the machine's memory)
   --tenant NAME:QUOTA          a tenant and its hard memory quota, e.g. ads:512MiB (repeatable);
@@ -57,12 +90,15 @@ options:
   --device-ledger host         test hook (needs --enable-fault-injection): back the device ledger
                                with host memory, so device quotas can be tested without a GPU
   --log-level LEVEL            trace|debug|info|warn|error|fatal|silent (default info)
+  --log-format FORMAT          json|pretty (default json); [T] default and ISO8601 mean pretty
   --enable-fault-injection     honour test-only fault hooks (never in production)
   --patrol-interval S          leak patrol sampling interval in seconds (default 30; 0 = off)
   --patrol-leak-threshold SIZE a worker generation leaking more restarts its pool (default 500MiB)
   --patrol-growth-rate SIZE    sustained growth per second over the window that restarts it (default 1MiB)
   --patrol-window K            samples in the growth window (default 5)
   --patrol-max-restarts N      restarts before a model whose leak comes back is marked degraded (default 3)
+  --version                    print the version and exit
+  --help, -h                   print this and exit
 
 signals: SIGTERM or SIGINT drains and exits 0; a second signal exits at once (code 1).
 `;
@@ -80,6 +116,7 @@ export interface ServeOptions {
   drainDelayMs: number;
   drainTimeoutMs: number;
   logLevel: LevelWithSilent;
+  logFormat: LogFormat;
   faultInjection: boolean;
   memoryCapacityBytes: number;
   tenants: TenantQuota[];
@@ -87,28 +124,68 @@ export interface ServeOptions {
   deviceProbeIntervalMs: number;
   /** Undefined when --patrol-interval is 0. */
   patrol: PatrolSettings | undefined;
+  /** `--max-message-size`: gRPC's receive limit and the HTTP body limit. */
+  maxMessageBytes: number;
+  allowGrpc: boolean;
+  allowHttp: boolean;
+  allowMetrics: boolean;
+  /** 'default' when no --model-control-mode is given (see repository/model-control.ts). */
+  modelControlMode: ModelControlMode;
+  /** `--load-model` names, in order; '*' = every model. */
+  startupModels: string[];
+  repositoryPollSecs: number;
+  autoCompleteConfig: boolean;
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+/** Triton's `--log-format` values are kinds of pretty: one readable line a record. */
+const LOG_FORMATS = ['json', 'pretty', 'default', 'ISO8601'] as const;
+
+export const DEFAULT_MAX_MESSAGE_SIZE = '64MiB';
+/** grpc-js takes lengths up to 2^31 - 1; Triton's clients send up to about 2 GiB. */
+const MAX_MESSAGE_BYTES_LIMIT = 2 ** 31 - 1;
+
+/** Flags that take a boolean; see withBooleanValues for the forms they accept. */
+const BOOLEAN_FLAGS = new Set([
+  'no-default-warmup',
+  'enable-fault-injection',
+  'disable-auto-complete-config',
+  'strict-model-config',
+  'allow-grpc',
+  'allow-http',
+  'allow-metrics',
+]);
 
 export function parseServeOptions(argv: string[]): ServeOptions {
   const { values } = parseArgs({
-    args: argv,
+    args: withBooleanValues(argv, BOOLEAN_FLAGS),
     strict: true,
     options: {
       'model-repository': { type: 'string' },
+      'model-store': { type: 'string' },
       host: { type: 'string', default: '0.0.0.0' },
       'grpc-port': { type: 'string', default: '8001' },
       'http-port': { type: 'string', default: '8000' },
       'metrics-port': { type: 'string', default: '8002' },
+      'allow-grpc': { type: 'string' },
+      'allow-http': { type: 'string' },
+      'allow-metrics': { type: 'string' },
+      'max-message-size': { type: 'string', default: DEFAULT_MAX_MESSAGE_SIZE },
+      'model-control-mode': { type: 'string' },
+      'load-model': { type: 'string', multiple: true, default: [] },
+      'repository-poll-secs': { type: 'string', default: '15' },
+      'disable-auto-complete-config': { type: 'string' },
+      'strict-model-config': { type: 'string' },
       'intra-op-threads': { type: 'string', default: '1' },
       'model-load-concurrency': { type: 'string', default: '2' },
-      'no-default-warmup': { type: 'boolean', default: false },
+      'no-default-warmup': { type: 'string' },
       'access-log-sample-rate': { type: 'string', default: '0.01' },
       'drain-delay': { type: 'string', default: '5' },
-      'drain-timeout': { type: 'string', default: '30' },
+      'drain-timeout': { type: 'string' },
+      'exit-timeout-secs': { type: 'string' },
       'log-level': { type: 'string', default: 'info' },
-      'enable-fault-injection': { type: 'boolean', default: false },
+      'log-format': { type: 'string', default: 'json' },
+      'enable-fault-injection': { type: 'string' },
       'memory-capacity': { type: 'string' },
       tenant: { type: 'string', multiple: true, default: [] },
       'tenants-file': { type: 'string' },
@@ -124,53 +201,112 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'patrol-max-restarts': { type: 'string', default: '3' },
     },
   });
-  const repository = values['model-repository'];
-  if (!repository) throw new UsageError('--model-repository is required');
+  const repository = aliasedFlag(values, 'model-repository', 'model-store');
+  if (!repository) throw new UsageError('--model-repository (or --model-store) is required');
   const level = values['log-level'] as LevelWithSilent;
   if (!LOG_LEVELS.includes(level)) {
     throw new UsageError(`--log-level: expected one of ${LOG_LEVELS.join('|')}, got '${level}'`);
   }
+  const faultInjection = booleanFlag('--enable-fault-injection', values['enable-fault-injection'], false);
   return {
     modelRepository: path.resolve(repository),
     host: values.host as string,
     grpcPort: integerFlag('--grpc-port', values['grpc-port'] as string, 0, 65535),
     httpPort: integerFlag('--http-port', values['http-port'] as string, -1, 65535),
     metricsPort: integerFlag('--metrics-port', values['metrics-port'] as string, -1, 65535),
+    ...frontDoorOptions(values),
+    ...modelControlOptions(values),
+    autoCompleteConfig: autoCompleteOption(values),
     intraOpThreads: integerFlag('--intra-op-threads', values['intra-op-threads'] as string, 1, 1024),
     modelLoadConcurrency: integerFlag('--model-load-concurrency', values['model-load-concurrency'] as string, 1, 64),
-    defaultWarmup: !(values['no-default-warmup'] as boolean),
+    defaultWarmup: !booleanFlag('--no-default-warmup', values['no-default-warmup'], false),
     accessLogSampleRate: numberFlag('--access-log-sample-rate', values['access-log-sample-rate'] as string, 0, 1),
     drainDelayMs: Math.round(numberFlag('--drain-delay', values['drain-delay'] as string, 0, 3600) * 1000),
-    drainTimeoutMs: Math.round(numberFlag('--drain-timeout', values['drain-timeout'] as string, 0, 3600) * 1000),
+    drainTimeoutMs: drainTimeoutMs(values),
     logLevel: level,
-    faultInjection: values['enable-fault-injection'] as boolean,
-    ...memoryOptions(values),
+    logFormat: choiceFlag('--log-format', values['log-format'] as string, LOG_FORMATS) === 'json' ? 'json' : 'pretty',
+    faultInjection,
+    ...memoryOptions(values, faultInjection),
     deviceProbeIntervalMs: Math.round(numberFlag('--device-probe-interval', values['device-probe-interval'] as string, 0.01, 3600) * 1000),
     patrol: patrolOptions(values),
   };
 }
 
-function patrolOptions(values: Record<string, unknown>): PatrolSettings | undefined {
+type FlagValues = Readonly<Record<string, unknown>>;
+
+function frontDoorOptions(values: FlagValues): Pick<ServeOptions, 'allowGrpc' | 'allowHttp' | 'allowMetrics' | 'maxMessageBytes'> {
+  const allowGrpc = booleanFlag('--allow-grpc', values['allow-grpc'] as string | undefined, true);
+  const allowHttp = booleanFlag('--allow-http', values['allow-http'] as string | undefined, true);
+  if (!allowGrpc && !allowHttp) {
+    throw new UsageError('--allow-grpc=false and --allow-http=false: expected at least one of them true, or nothing could reach the models');
+  }
+  return {
+    allowGrpc,
+    allowHttp,
+    allowMetrics: booleanFlag('--allow-metrics', values['allow-metrics'] as string | undefined, true),
+    maxMessageBytes: byteSizeFlag('--max-message-size', values['max-message-size'] as string, MAX_MESSAGE_BYTES_LIMIT),
+  };
+}
+
+function modelControlOptions(values: FlagValues): Pick<ServeOptions, 'modelControlMode' | 'startupModels' | 'repositoryPollSecs'> {
+  const rawMode = values['model-control-mode'] as string | undefined;
+  // Triton writes the modes in capitals too (--model-control-mode=EXPLICIT).
+  const mode: ModelControlMode = rawMode === undefined ? 'default' : choiceFlag('--model-control-mode', rawMode, MODEL_CONTROL_MODES);
+  const startupModels = values['load-model'] as string[];
+  if (startupModels.length > 0 && mode !== 'explicit') {
+    throw new UsageError(
+      `--load-model: expected only with --model-control-mode=explicit, got it with ${rawMode === undefined ? 'no --model-control-mode' : `--model-control-mode=${rawMode}`} ` +
+        '(every model loads at start-up in the other modes)',
+    );
+  }
+  for (const name of startupModels) {
+    const problem = name === ALL_MODELS ? undefined : modelNameProblem(name);
+    if (problem !== undefined) throw new UsageError(`--load-model: ${problem}, got '${name}'`);
+  }
+  if (startupModels.includes(ALL_MODELS) && startupModels.length > 1) {
+    throw new UsageError(`--load-model: expected '${ALL_MODELS}' alone (it already means every model), got ${startupModels.map((n) => `'${n}'`).join(', ')}`);
+  }
+  const repositoryPollSecs = numberFlag('--repository-poll-secs', values['repository-poll-secs'] as string, 0, 86400);
+  if (mode === 'poll' && repositoryPollSecs === 0) {
+    throw new UsageError(`--repository-poll-secs: expected a number above 0 with --model-control-mode=poll, got '${values['repository-poll-secs'] as string}'`);
+  }
+  return { modelControlMode: mode, startupModels, repositoryPollSecs };
+}
+
+/** `--disable-auto-complete-config` and Triton's `--strict-model-config` say the same thing, inverted. */
+function autoCompleteOption(values: FlagValues): boolean {
+  const disabled = booleanFlag('--disable-auto-complete-config', values['disable-auto-complete-config'] as string | undefined, undefined);
+  const strict = booleanFlag('--strict-model-config', values['strict-model-config'] as string | undefined, undefined);
+  if (disabled !== undefined && strict !== undefined && disabled !== strict) {
+    throw new UsageError(
+      `--disable-auto-complete-config=${disabled} and --strict-model-config=${strict} disagree; expected one of them, or the same value`,
+    );
+  }
+  return !(disabled ?? strict ?? false);
+}
+
+function drainTimeoutMs(values: FlagValues): number {
+  const raw = aliasedFlag(values, 'drain-timeout', 'exit-timeout-secs') ?? '30';
+  const flag = values['drain-timeout'] === undefined && values['exit-timeout-secs'] !== undefined ? '--exit-timeout-secs' : '--drain-timeout';
+  return Math.round(numberFlag(flag, raw, 0, 3600) * 1000);
+}
+
+function patrolOptions(values: FlagValues): PatrolSettings | undefined {
   const intervalS = numberFlag('--patrol-interval', values['patrol-interval'] as string, 0, 86400);
   if (intervalS === 0) return undefined;
-  const size = (flag: string) => {
-    try {
-      return parseByteSize(values[flag] as string, `--${flag}`);
-    } catch (err) {
-      if (err instanceof TenantConfigError) throw new UsageError(err.message);
-      throw err;
-    }
-  };
   return {
     intervalMs: Math.max(1, Math.round(intervalS * 1000)),
-    leakThresholdBytes: size('patrol-leak-threshold'),
-    growthBytesPerSecond: size('patrol-growth-rate'),
+    leakThresholdBytes: byteSizeFlag('--patrol-leak-threshold', values['patrol-leak-threshold'] as string),
+    growthBytesPerSecond: byteSizeFlag('--patrol-growth-rate', values['patrol-growth-rate'] as string),
     window: integerFlag('--patrol-window', values['patrol-window'] as string, 2, 1000),
     maxRestarts: integerFlag('--patrol-max-restarts', values['patrol-max-restarts'] as string, 0, 1000),
   };
 }
 
-function memoryOptions(values: Record<string, unknown>): Pick<ServeOptions, 'memoryCapacityBytes' | 'tenants' | 'device'> {
+function memoryOptions(
+  values: FlagValues,
+  faultInjection: boolean,
+): Pick<ServeOptions, 'memoryCapacityBytes' | 'tenants' | 'device'> {
   try {
     const capacity = values['memory-capacity'] as string | undefined;
     const memoryCapacityBytes = capacity === undefined
@@ -199,7 +335,7 @@ function memoryOptions(values: Record<string, unknown>): Pick<ServeOptions, 'mem
     const deviceCapacity = values['device-memory-capacity'] as string | undefined;
     const ledger = values['device-ledger'] as string | undefined;
     if (ledger !== undefined && ledger !== 'host') throw new UsageError(`--device-ledger: expected 'host', got '${ledger}'`);
-    if (ledger === 'host' && !(values['enable-fault-injection'] as boolean)) {
+    if (ledger === 'host' && !faultInjection) {
       throw new UsageError('--device-ledger host is a test hook: it needs --enable-fault-injection');
     }
     return {
@@ -218,24 +354,6 @@ function memoryOptions(values: Record<string, unknown>): Pick<ServeOptions, 'mem
   }
 }
 
-class UsageError extends Error {}
-
-function integerFlag(flag: string, raw: string, min: number, max: number): number {
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new UsageError(`${flag}: expected an integer in ${min}..${max}, got '${raw}'`);
-  }
-  return value;
-}
-
-function numberFlag(flag: string, raw: string, min: number, max: number): number {
-  const value = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max) {
-    throw new UsageError(`${flag}: expected a number in ${min}..${max}, got '${raw}'`);
-  }
-  return value;
-}
-
 function packageVersion(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   for (const candidate of [path.join(here, '..', 'package.json'), path.join(here, '..', '..', 'package.json')]) {
@@ -249,31 +367,14 @@ function packageVersion(): string {
 }
 
 async function serve(argv: string[]): Promise<void> {
+  const flags = argv.slice(0, argv.includes('--') ? argv.indexOf('--') : argv.length);
+  if (flags.includes('--help') || flags.includes('-h')) return printUsage();
+  if (flags.includes('--version')) return printVersion();
   const options = parseServeOptions(argv);
-  const root = createRootLogger(options.logLevel);
+  requireDirectory(options.modelRepository);
+  const root = createRootLogger(options.logLevel, options.logFormat);
   const logger = root.child({ component: 'cli' });
-  const server = new HotpathServer({
-    modelRepository: options.modelRepository,
-    host: options.host,
-    grpcPort: options.grpcPort,
-    httpPort: options.httpPort,
-    metricsPort: options.metricsPort,
-    intraOpThreads: options.intraOpThreads,
-    modelLoadConcurrency: options.modelLoadConcurrency,
-    defaultWarmup: options.defaultWarmup,
-    accessLogSampleRate: options.accessLogSampleRate,
-    drainDelayMs: options.drainDelayMs,
-    drainTimeoutMs: options.drainTimeoutMs,
-    memoryCapacityBytes: options.memoryCapacityBytes,
-    tenants: options.tenants,
-    device: options.device,
-    deviceProbeIntervalMs: options.deviceProbeIntervalMs,
-    faultInjection: options.faultInjection,
-    patrol: options.patrol,
-    serverName: 'hotpath',
-    serverVersion: packageVersion(),
-    logger: root,
-  });
+  const server = new HotpathServer({ ...options, serverName: 'hotpath', serverVersion: packageVersion(), logger: root });
   if (options.faultInjection) logger.warn('fault injection is enabled: test-only hooks are honoured');
   let signals = 0;
   const shutdown = (signal: string) => {
@@ -302,19 +403,50 @@ async function serve(argv: string[]): Promise<void> {
   );
 }
 
+/** The repository must exist when the server starts (the parser itself reads no files but tenants files). */
+function requireDirectory(dir: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch {
+    throw new UsageError(`--model-repository: expected an existing directory, got '${dir}' (it does not exist)`);
+  }
+  if (!isDirectory) throw new UsageError(`--model-repository: expected a directory, got '${dir}' (a file)`);
+}
+
+function printUsage(): void {
+  process.stdout.write(USAGE);
+}
+
+function printVersion(): void {
+  process.stdout.write(`hotpath ${packageVersion()}\n`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === 'serve') return serve(rest);
-  if (command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(USAGE);
-    return;
-  }
+  if (command === '--help' || command === '-h' || command === 'help') return printUsage();
+  if (command === '--version') return printVersion();
+  // tritonserver has no subcommand: `hotpath --model-store=/mnt/models ...`
+  // (a KServe runtime's args after the image's entrypoint) serves.
+  if (command?.startsWith('--')) return serve(argv);
   throw new UsageError(command ? `unknown command '${command}'` : 'missing command');
 }
 
-const invokedDirectly = process.argv[1] !== undefined &&
-  path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
-if (invokedDirectly || process.argv[1]?.endsWith('/hotpath')) {
+// Runs only as the program itself: `node dist/src/cli.js`, or the `hotpath`
+// bin link (npx, node_modules/.bin), which resolves to this file. Importing
+// the module (the embedding API reads parseServeOptions) never starts a server,
+// whatever the importing script is called.
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(path.resolve(script)) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+if (invokedDirectly()) {
   main(process.argv.slice(2)).catch((err: unknown) => {
     if (err instanceof UsageError || (err instanceof Error && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
       process.stderr.write(`hotpath: ${err.message}\n\n${USAGE}`);

@@ -305,6 +305,11 @@ export class VersionBatcher implements BatcherAttachment {
     return this.batcher.stats();
   }
 
+  /** Requests queued and not yet sealed (the native count; read at scrape time). */
+  get pendingRequests(): number {
+    return this.batcher.stats().pendingRequests;
+  }
+
   /** Pending requests get UNAVAILABLE (shutdown); called once nothing is admitted any more. */
   async stop(): Promise<void> {
     await this.batcher.stop();

@@ -7,12 +7,25 @@
  * a batcher rejection's reason, a native status code), and each front door
  * maps the kind to its own status here. No other module picks a status.
  *
- * HTTP statuses follow Triton's HTTP server where it has one (400 bad request,
- * 404 unknown model or version, 503 unavailable, queue full or timed out in the
- * queue, 501 unsupported, 500 internal), and Google's canonical gRPC-to-HTTP
- * mapping otherwise: an exceeded deadline is 504 and an exhausted quota 429
- * (the tenant may retry later while other tenants are served). tritonclient
- * treats any status but 200 as an error and shows the body's "error" field.
+ * The HTTP status follows from the gRPC status alone, by Google's canonical
+ * mapping (google.rpc.Code), so a failure reads the same on both doors:
+ * INVALID_ARGUMENT and FAILED_PRECONDITION 400, UNAUTHENTICATED 401,
+ * PERMISSION_DENIED 403, NOT_FOUND 404, RESOURCE_EXHAUSTED 429, CANCELLED 499,
+ * INTERNAL 500, UNIMPLEMENTED 501, UNAVAILABLE 503, DEADLINE_EXCEEDED 504. A
+ * queue timeout is therefore 504 (its gRPC status is DEADLINE_EXCEEDED), where
+ * Triton's HTTP server answers a queue timeout 503 (README, differences from
+ * Triton). tritonclient treats any status but 200 as an error and shows the
+ * body's "error" field.
+ *
+ * Failure reasons are Triton's (docs/user_guide/metrics.md, "Failure Count
+ * Categories"): REJECTED for requests the scheduler refused or dropped before
+ * execution (queue full, queue timeout, a caller's deadline passing in the
+ * queue, a batcher shut down, a tenant's quota refusing the batch memory);
+ * CANCELED for requests the client cancelled before they ran; BACKEND for
+ * failures of the execution itself; OTHER for the rest (malformed requests,
+ * a model that is not ready). Triton counts a request dropped for its timeout
+ * in the scheduler as REJECTED, and hotpath's deadline is that timeout, given
+ * through gRPC: so a passed deadline is REJECTED too, not CANCELED.
  *
  * Pure data and functions; no imports of the layers above. Safe in any thread.
  */
@@ -33,6 +46,8 @@ export type ErrorKind =
   | 'timeout'
   /** The caller's deadline passed before the request ran. */
   | 'deadline'
+  /** The client cancelled the call before its request started executing. */
+  | 'cancelled'
   /** A tenant's memory quota, or the server's memory, has no room. */
   | 'over_quota'
   /** The operation is valid but the state forbids it (e.g. golden checks failed). */
@@ -49,23 +64,23 @@ export type KindFailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
 
 interface KindAnswer {
   readonly grpc: status;
-  readonly http: number;
   readonly failure: KindFailureReason;
 }
 
 const ANSWERS: Readonly<Record<ErrorKind, KindAnswer>> = {
-  invalid: { grpc: status.INVALID_ARGUMENT, http: 400, failure: 'REJECTED' },
-  not_found: { grpc: status.NOT_FOUND, http: 404, failure: 'REJECTED' },
-  unavailable: { grpc: status.UNAVAILABLE, http: 503, failure: 'REJECTED' },
-  queue_full: { grpc: status.UNAVAILABLE, http: 503, failure: 'REJECTED' },
-  shutdown: { grpc: status.UNAVAILABLE, http: 503, failure: 'REJECTED' },
-  timeout: { grpc: status.DEADLINE_EXCEEDED, http: 503, failure: 'CANCELED' },
-  deadline: { grpc: status.DEADLINE_EXCEEDED, http: 504, failure: 'CANCELED' },
-  over_quota: { grpc: status.RESOURCE_EXHAUSTED, http: 429, failure: 'REJECTED' },
-  precondition: { grpc: status.FAILED_PRECONDITION, http: 400, failure: 'REJECTED' },
-  unimplemented: { grpc: status.UNIMPLEMENTED, http: 501, failure: 'OTHER' },
-  worker_crashed: { grpc: status.UNAVAILABLE, http: 503, failure: 'BACKEND' },
-  internal: { grpc: status.INTERNAL, http: 500, failure: 'BACKEND' },
+  invalid: { grpc: status.INVALID_ARGUMENT, failure: 'OTHER' },
+  not_found: { grpc: status.NOT_FOUND, failure: 'OTHER' },
+  unavailable: { grpc: status.UNAVAILABLE, failure: 'OTHER' },
+  queue_full: { grpc: status.UNAVAILABLE, failure: 'REJECTED' },
+  shutdown: { grpc: status.UNAVAILABLE, failure: 'REJECTED' },
+  timeout: { grpc: status.DEADLINE_EXCEEDED, failure: 'REJECTED' },
+  deadline: { grpc: status.DEADLINE_EXCEEDED, failure: 'REJECTED' },
+  cancelled: { grpc: status.CANCELLED, failure: 'CANCELED' },
+  over_quota: { grpc: status.RESOURCE_EXHAUSTED, failure: 'REJECTED' },
+  precondition: { grpc: status.FAILED_PRECONDITION, failure: 'OTHER' },
+  unimplemented: { grpc: status.UNIMPLEMENTED, failure: 'OTHER' },
+  worker_crashed: { grpc: status.UNAVAILABLE, failure: 'BACKEND' },
+  internal: { grpc: status.INTERNAL, failure: 'BACKEND' },
 };
 
 export const ERROR_KINDS: readonly ErrorKind[] = Object.keys(ANSWERS) as ErrorKind[];
@@ -79,9 +94,45 @@ export function grpcStatusOf(kind: ErrorKind): status {
   return ANSWERS[kind].grpc;
 }
 
-/** The HTTP status a failure of this kind is answered with (KServe V2 REST). */
+/** The HTTP status a failure of this kind is answered with (KServe V2 REST): its gRPC status's. */
 export function httpStatusOf(kind: ErrorKind): number {
-  return ANSWERS[kind].http;
+  return httpStatusOfGrpc(ANSWERS[kind].grpc);
+}
+
+/**
+ * The HTTP status of a gRPC status, by Google's canonical mapping
+ * (google.rpc.Code); 500 for anything it does not list.
+ */
+export function httpStatusOfGrpc(code: status): number {
+  switch (code) {
+    case status.OK:
+      return 200;
+    case status.INVALID_ARGUMENT:
+    case status.FAILED_PRECONDITION:
+    case status.OUT_OF_RANGE:
+      return 400;
+    case status.UNAUTHENTICATED:
+      return 401;
+    case status.PERMISSION_DENIED:
+      return 403;
+    case status.NOT_FOUND:
+      return 404;
+    case status.ALREADY_EXISTS:
+    case status.ABORTED:
+      return 409;
+    case status.RESOURCE_EXHAUSTED:
+      return 429;
+    case status.CANCELLED:
+      return 499;
+    case status.UNIMPLEMENTED:
+      return 501;
+    case status.UNAVAILABLE:
+      return 503;
+    case status.DEADLINE_EXCEEDED:
+      return 504;
+    default:
+      return 500;
+  }
 }
 
 /** The Triton failure reason counted for a failed inference of this kind. */
@@ -106,6 +157,8 @@ export function kindOfGrpcStatus(code: status): ErrorKind {
       return 'unavailable';
     case status.DEADLINE_EXCEEDED:
       return 'deadline';
+    case status.CANCELLED:
+      return 'cancelled';
     case status.RESOURCE_EXHAUSTED:
       return 'over_quota';
     case status.FAILED_PRECONDITION:

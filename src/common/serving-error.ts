@@ -15,6 +15,7 @@ import {
   kindOfRejection,
   type ErrorKind,
 } from './error-kinds.js';
+import { boundMessage } from './echo.js';
 
 export class ServingError extends Error {
   override readonly name: string = 'ServingError';
@@ -58,8 +59,16 @@ export interface Classified {
   readonly message: string;
 }
 
-/** Classifies any thrown value: its kind and the message clients see. */
+/**
+ * Classifies any thrown value: its kind and the message clients see, cut to
+ * MESSAGE_MAX_CHARS (echo.ts) so that no message outgrows gRPC's metadata.
+ */
 export function classifyError(err: unknown): Classified {
+  const { kind, message } = classifyUnbounded(err);
+  return { kind, message: boundMessage(message) };
+}
+
+function classifyUnbounded(err: unknown): Classified {
   if (err instanceof ServingError) return { kind: err.kind, message: err.message };
   if (err instanceof NativeError) {
     // A batcher rejection says why in `reason`; other native failures by their code.

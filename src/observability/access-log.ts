@@ -10,6 +10,7 @@
  */
 import type { Logger } from 'pino';
 import { status as grpcStatus } from '@grpc/grpc-js';
+import { echoField } from '../common/echo.js';
 
 export interface AccessRecord {
   readonly requestId: string;
@@ -63,8 +64,9 @@ export class AccessLog {
       request_id: entry.requestId,
       trace_id: entry.traceId,
       method: entry.method,
-      model: entry.model,
-      model_version: entry.modelVersion,
+      // As the client sent them when they named nothing loaded: bounded and escaped (echo.ts).
+      model: echoField(entry.model),
+      model_version: echoField(entry.modelVersion),
       tenant: entry.tenant,
       latency_ms: Math.round(entry.latencyMs * 1000) / 1000,
       status: grpcStatus[entry.code] ?? String(entry.code),

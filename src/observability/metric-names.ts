@@ -24,6 +24,11 @@ export const METRIC = {
   computeInputDurationUs: 'nv_inference_compute_input_duration_us',
   computeInferDurationUs: 'nv_inference_compute_infer_duration_us',
   computeOutputDurationUs: 'nv_inference_compute_output_duration_us',
+  // Triton-compatible gauges: seconds the version's last load took; the host's CPU and memory.
+  modelLoadDurationSecs: 'nv_model_load_duration_secs',
+  cpuUtilization: 'nv_cpu_utilization',
+  cpuMemoryTotalBytes: 'nv_cpu_memory_total_bytes',
+  cpuMemoryUsedBytes: 'nv_cpu_memory_used_bytes',
 
   // hotpath's own.
   requestDurationMs: 'hotpath_request_duration_ms',
@@ -74,9 +79,12 @@ export const DEVICE_FALLBACK_REASONS = ['device_error', 'device_lost'] as const;
 export type DeviceFallbackReason = (typeof DEVICE_FALLBACK_REASONS)[number];
 
 /**
- * Triton's failure reasons: REJECTED (refused before execution: invalid input,
- * not ready, shutting down, over quota), CANCELED (cancelled or past its
- * deadline), BACKEND (failed inside onnxruntime or its worker), OTHER.
+ * Triton's failure reasons: REJECTED (refused or dropped by the scheduler
+ * before execution: queue full, queue timeout, deadline passed in the queue,
+ * batcher shut down, over quota), CANCELED (cancelled by the client before it
+ * ran), BACKEND (failed inside onnxruntime, the executor or their worker),
+ * OTHER (the rest: malformed request, model not ready). The kind of each
+ * failure decides it (common/error-kinds.ts).
  */
 export const FAILURE_REASONS = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];

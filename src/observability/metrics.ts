@@ -10,6 +10,10 @@
  * Seam for the arena: `setTenantMemorySource` attaches a callback that reports
  * per-tenant arena statistics; its gauges exist only once one is attached.
  *
+ * The `nv_*` series mean what Triton's mean (README, Metrics): request
+ * duration sums successful requests only, the pending count drops when a
+ * request starts executing, and failures are counted by Triton's reasons.
+ *
  * Main thread only.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -27,6 +31,7 @@ import {
 import type { StatisticsSnapshot } from '../repository/inference-statistics.js';
 import type { PatrolReason } from '../patrol/patrol-policy.js';
 import type { GpuMemoryStats, TenantMemoryStats } from './memory-stats.js';
+import { CpuUtilizationSampler, hostMemory } from './host-stats.js';
 
 export type { GpuMemoryStats, Ledger, TenantMemoryStats } from './memory-stats.js';
 
@@ -61,6 +66,7 @@ export class ServerMetrics {
     collectDefaultMetrics({ register: this.registry });
     this.defineVersionCounters();
     this.defineVersionGauges();
+    this.defineHostGauges();
 
     const histogram = (name: string, help: string, buckets: number[]) =>
       new Histogram({ name, help, labelNames: TENANT_LABELS, buckets, registers: [this.registry] });
@@ -236,7 +242,7 @@ export class ServerMetrics {
     });
     counter(METRIC.inferenceCount, 'Number of inferences performed (rows: a batch of 8 counts 8).', (s) => s.inferenceCount);
     counter(METRIC.executionCount, 'Number of model executions performed.', (s) => s.executionCount);
-    counter(METRIC.requestDurationUs, 'Cumulative inference request duration in microseconds.', (s) => us(s.requestNs));
+    counter(METRIC.requestDurationUs, 'Cumulative inference request duration in microseconds (successful requests).', (s) => us(s.requestNs));
     counter(METRIC.queueDurationUs, 'Cumulative inference queuing duration in microseconds.', (s) => us(s.queueNs));
     counter(METRIC.computeInputDurationUs, 'Cumulative compute input duration in microseconds.', (s) => us(s.computeInputNs));
     counter(METRIC.computeInferDurationUs, 'Cumulative compute inference duration in microseconds.', (s) => us(s.computeInferNs));
@@ -259,13 +265,31 @@ export class ServerMetrics {
           }
         },
       });
-    gauge(METRIC.pendingRequests, 'Instantaneous number of pending requests awaiting execution.', VERSION_LABELS, (v) => v.pendingRequests);
+    gauge(METRIC.pendingRequests, 'Instantaneous number of pending requests awaiting execution per-model.', VERSION_LABELS, (v) => v.pendingRequests);
+    gauge(METRIC.modelLoadDurationSecs, 'Model load time in seconds.', VERSION_LABELS, (v) => v.loadSeconds);
     gauge(METRIC.modelLoadSeconds, 'Seconds the model version took to turn READY (load, warm-up, golden checks).', TENANT_LABELS, (v) => v.loadSeconds);
     gauge(METRIC.modelReady, '1 when the model version serves, else 0.', TENANT_LABELS, (v) => (v.state === 'READY' ? 1 : 0));
     gauge(METRIC.modelDegraded, '1 when the leak patrol gave up restarting the version (it still serves).', VERSION_LABELS, (v) => (v.degraded ? 1 : 0));
     gauge(METRIC.workerPoolThreads, 'Live worker threads of the version\'s pool.', TENANT_LABELS, (v) => v.poolThreads);
     gauge(METRIC.workerPoolInstances, 'Configured worker threads of the version\'s pool (instance_group count).', TENANT_LABELS, (v) => v.poolInstances);
     gauge(METRIC.workerPoolQueue, 'Tasks waiting for a free worker of the version\'s pool.', TENANT_LABELS, (v) => v.poolQueueSize);
+  }
+
+  /** Triton's CPU gauges: machine-wide, read at scrape time (host-stats.ts). */
+  private defineHostGauges(): void {
+    const cpu = new CpuUtilizationSampler();
+    const gauge = (name: string, help: string, value: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(value());
+        },
+      });
+    gauge(METRIC.cpuUtilization, 'CPU utilization rate [0.0 - 1.0], all cores, over the last interval.', () => cpu.read());
+    gauge(METRIC.cpuMemoryTotalBytes, 'CPU total memory (RAM), in bytes.', () => hostMemory().totalBytes);
+    gauge(METRIC.cpuMemoryUsedBytes, 'CPU used memory (RAM), in bytes.', () => hostMemory().usedBytes);
   }
 }
 

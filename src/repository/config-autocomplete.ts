@@ -12,7 +12,8 @@
  *   `defaultMaxBatchSize` (Triton's `default-max-batch-size`, 4) and, when that
  *   is above 1 and no scheduler is configured, an empty `dynamic_batching {}`.
  *   Dims then exclude the batch dimension.
- * - Otherwise max_batch_size stays 0 and dims are the full shape.
+ * - Otherwise max_batch_size stays 0 and dims are the full shape; for a
+ *   scalar (rank-0) tensor that is `dims: []`.
  *
  * The result still goes through validateModelConfig, which owns the checks
  * that do not need the model.
@@ -188,11 +189,13 @@ function completeTensors<T extends ModelInput | ModelOutput>(
     if (tensor.dataType === DataType.TYPE_INVALID) tensor.dataType = info.dataType;
     const modelDims = batching ? info.shape.slice(1) : [...info.shape];
     if (tensor.dims.length === 0 && tensor.reshape === undefined) {
-      if (modelDims.length === 0) {
+      if (modelDims.length === 0 && batching) {
         // A batch of scalars: Triton's idiom is dims [1] seen by the model as [].
         tensor.dims = [1n];
         tensor.reshape = create(ModelTensorReshapeSchema, { shape: [] });
       } else {
+        // Without batching a scalar keeps dims [] (its whole shape), so
+        // metadata shows shape [] and V2 clients send [].
         tensor.dims = modelDims.map(BigInt);
       }
       continue;
@@ -201,9 +204,14 @@ function completeTensors<T extends ModelInput | ModelOutput>(
     const seen = (tensor.reshape?.shape ?? tensor.dims).map(Number);
     if (!dimsFit(modelDims, seen)) {
       const field = tensor.reshape === undefined ? 'dims' : 'reshape.shape';
+      const scalarHint = modelDims.length > 0
+        ? ''
+        : batching
+          ? '; for a batch of scalars write dims: [1] with reshape: { shape: [] }'
+          : '; for a scalar write dims: [] or dims: [1] with reshape: { shape: [] }';
       fail(
         `${kind} '${tensor.name}': ${field}: expected [${modelDims.join(', ')}] ` +
-          `(the ONNX model's shape${batching ? ' without the batch dimension' : ''}), got [${seen.join(', ')}]`,
+          `(the ONNX model's shape${batching ? ' without the batch dimension' : ''}), got [${seen.join(', ')}]${scalarHint}`,
       );
     }
   }

@@ -27,7 +27,12 @@ export interface StatisticsSnapshot {
   readonly failureCounts: Readonly<Record<FailureReason, number>>;
   readonly inferenceCount: number;
   readonly executionCount: number;
-  /** Receipt to response, successful and failed requests. */
+  /**
+   * Receipt to response, successful requests only (Triton's
+   * nv_inference_request_duration_us); failed ones keep their own duration
+   * (ModelStatistics `fail`), so a burst of fast refusals cannot pull the
+   * mean latency down.
+   */
   readonly requestNs: number;
   readonly queueNs: number;
   readonly computeInputNs: number;
@@ -72,6 +77,7 @@ export class InferenceStatistics {
     add(entry.output, timing.computeOutputNs);
   }
 
+  /** One request failed (`totalNs` from receipt to the error), counted under Triton's `reason`. */
   recordFailure(totalNs: number, reason: FailureReason): void {
     add(this.fail, totalNs);
     this.failureCounts[reason] += 1;
@@ -84,7 +90,7 @@ export class InferenceStatistics {
       failureCounts: { ...this.failureCounts },
       inferenceCount: this.inferenceCount,
       executionCount: this.executionCount,
-      requestNs: this.success.ns + this.fail.ns,
+      requestNs: this.success.ns,
       queueNs: this.queue.ns,
       computeInputNs: this.computeInput.ns,
       computeInferNs: this.computeInfer.ns,

@@ -228,15 +228,19 @@ function validateTensors(
 
     const dims = tensor.dims.map(Number);
     const reshape = tensor.reshape?.shape.map(Number);
-    if (dims.length === 0 && reshape === undefined) {
-      fail(`${what}: dims must list at least one dimension (or set reshape), got []`);
+    // Scalars (rank 0): in a model without batching, `dims: []` is the
+    // tensor's whole shape, a scalar, which V2 clients send with shape [].
+    // Triton's own way, `dims: [1]` with `reshape: { shape: [] }`, works with
+    // or without batching (with batching it is a batch of scalars). A batching
+    // model's per-row dims stay non-empty, as Triton requires.
+    if (dims.length === 0 && reshape === undefined && maxBatchSize > 0) {
+      fail(
+        `${what}: dims must list at least one dimension when max_batch_size > 0 ` +
+          `(for a batch of scalars write dims: [1] with reshape: { shape: [] }), got []`,
+      );
     }
     checkDims(`${what}: dims`, dims, fail);
     if (reshape !== undefined) {
-      // A non-batching model with an empty reshape would always be empty.
-      if (reshape.length === 0 && maxBatchSize === 0) {
-        fail(`${what}: reshape cannot be empty when max_batch_size is 0 (scalar tensors are not supported)`);
-      }
       checkDims(`${what}: reshape.shape`, reshape, fail);
       const dimsCount = elementCount(dims);
       const reshapeCount = elementCount(reshape);

@@ -30,6 +30,17 @@ export async function scanRepository(repository: string): Promise<string[]> {
   return names.sort();
 }
 
+/**
+ * Why `name` cannot name a model directory (undefined when it can): a name a
+ * client or a flag gives must stay inside the repository.
+ */
+export function modelNameProblem(name: string): string | undefined {
+  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name)) {
+    return "expected a model directory name (not empty, '.' or '..', and without '/', '\\' or NUL)";
+  }
+  return undefined;
+}
+
 async function isModelDirectory(dir: string): Promise<boolean> {
   if (existsSync(path.join(dir, CONFIG_FILENAME))) return true;
   const entries = await readdir(dir, { withFileTypes: true });

@@ -13,6 +13,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { internal, invalidArgument, notFound, ServingError } from '../common/serving-error.js';
+import { echo, echoField } from '../common/echo.js';
 import { ARENA_NAME, type ServerMemory } from '../tenancy/server-memory.js';
 import { ModelPool } from '../workers/model-pool.js';
 import { createSessionCreationLock } from '../workers/session-footprint.js';
@@ -20,7 +21,7 @@ import type { Owner } from '../native/arena.js';
 import { VersionBatcher, type VersionBatcherHooks } from '../batching/version-batcher.js';
 import type { DeviceHealth } from '../executor/device-health.js';
 import type { DeviceFallbackReason } from '../observability/metric-names.js';
-import { completeModelConfig } from './config-autocomplete.js';
+import { completeConfig } from './strict-config.js';
 import { ModelConfigError, validateModelConfig } from './model-config.js';
 import { GoldenCheckError, loadGoldenCases, runGoldenChecks } from './golden-check.js';
 import { ModelVersion } from './model-version.js';
@@ -62,6 +63,11 @@ export interface ModelLoaderOptions {
   readonly deviceProbeIntervalMs: number;
   /** A version moved from the executor to CPU (metrics). */
   readonly onDeviceFallback?: (version: ModelVersion, reason: DeviceFallbackReason, detail: string) => void;
+  /**
+   * Complete partial configs from the ONNX model (Triton's auto-complete);
+   * off, a config must say everything itself (strict-config.ts).
+   */
+  readonly autoCompleteConfig: boolean;
 }
 
 export class ModelLoader {
@@ -99,7 +105,7 @@ export class ModelLoader {
         record.reason = reason;
         record.reasonVersion = failedVersion;
       }
-      this.log.error({ model: name, model_version: failedVersion || undefined, error: reason }, 'model failed to load');
+      this.log.error({ model: echoField(name), model_version: failedVersion || undefined, error: reason }, 'model failed to load');
       throw loadFailure(name, err, reason);
     }
     const replaced = [...record.versions.values()];
@@ -129,7 +135,7 @@ export class ModelLoader {
   ): Promise<ModelVersion[]> {
     const modelDir = path.join(this.options.repository, name);
     if (!existsSync(modelDir)) {
-      throw notFound(`model '${name}' is not found in repository ${this.options.repository}`);
+      throw notFound(`model ${echo(name)} is not found in repository ${this.options.repository}`);
     }
     let config = await readModelConfig(name, modelDir, this.log);
     const available = await availableVersions(modelDir, config);
@@ -179,6 +185,7 @@ export class ModelLoader {
               logger: this.log,
               onDeviceFallback: this.options.onDeviceFallback,
               onStateChange: this.options.onStateChange,
+              autoCompleteConfig: this.options.autoCompleteConfig,
             },
           );
           if ('version' in loaded) {
@@ -203,7 +210,7 @@ export class ModelLoader {
           const owner = memory.createGenerationOwner(1);
           const created = await createPool(1, owner);
           pool = created.pool;
-          config = completeModelConfig(config, name, toTensorInfo(created.io), { file });
+          config = completeConfig(config, name, toTensorInfo(created.io), { file, autoComplete: this.options.autoCompleteConfig });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
           const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances);

@@ -7,13 +7,24 @@
  * A facade over the registry (model-registry.ts: what is loaded, resolve,
  * index, evictions) and the loader (model-loader.ts: load, versions, warm-up,
  * golden checks). It owns what spans both: the per-model transition chain that
- * serialises load and unload, the load slots, and shutdown. Main thread only.
+ * serialises load and unload, the load slots, the model control mode
+ * (model-control.ts: what loads at start-up, whether clients may load and
+ * unload, the poller), and shutdown. Main thread only.
  */
 import type { Logger } from 'pino';
-import { notFound, unavailable } from '../common/serving-error.js';
+import { invalidArgument, notFound, unavailable } from '../common/serving-error.js';
+import { echo } from '../common/echo.js';
 import { Semaphore } from '../common/semaphore.js';
 import { ModelLoader, type ModelLoaderOptions } from './model-loader.js';
-import { scanRepository } from './model-directory.js';
+import { modelNameProblem, scanRepository } from './model-directory.js';
+import {
+  DEFAULT_MODEL_CONTROL,
+  loadUnloadRefusal,
+  NOT_LOADED_REASON,
+  startupModelNames,
+  type ModelControlSettings,
+} from './model-control.js';
+import { RepositoryPoller } from './repository-poller.js';
 import { ModelRegistry, type ModelIndexEntry, type ModelRecord } from './model-registry.js';
 import type { ModelVersion } from './model-version.js';
 
@@ -22,6 +33,8 @@ export { EVICTED_REASON, type ModelIndexEntry, type ModelState } from './model-r
 export interface ModelManagerOptions extends ModelLoaderOptions {
   /** Models loaded and warmed at once, so a burst of loads cannot starve serving. */
   readonly loadConcurrency: number;
+  /** `--model-control-mode` and its companions; default: load everything, allow load and unload. */
+  readonly control?: ModelControlSettings;
 }
 
 export class ModelManager {
@@ -31,23 +44,46 @@ export class ModelManager {
   /** Load + warm-up + golden checks of at most `loadConcurrency` models at once, start-up or run time. */
   private readonly loadSlots: Semaphore;
   private closing = false;
+  readonly control: ModelControlSettings;
+  /** Poll mode only. */
+  private readonly poller: RepositoryPoller | undefined;
 
   constructor(private readonly options: ModelManagerOptions) {
     this.log = options.logger.child({ component: 'repository' });
     this.loadSlots = new Semaphore(options.loadConcurrency);
     this.registry = new ModelRegistry(this.log, options.onStateChange);
     this.loader = new ModelLoader(options, this.registry, this.log);
+    this.control = options.control ?? DEFAULT_MODEL_CONTROL;
+    this.poller = this.control.mode !== 'poll' ? undefined : new RepositoryPoller({
+      repository: options.repository,
+      intervalMs: this.control.pollIntervalMs,
+      logger: this.log,
+      load: (name) => this.loadModel(name),
+      unload: (name) => this.unloadModel(name),
+    });
   }
 
-  /** Loads every model in the repository; failures are recorded, never thrown. */
-  async loadAll(): Promise<void> {
-    const names = await this.scan();
+  /**
+   * Loads the start-up models: every model in the repository, or in explicit
+   * mode the `--load-model` ones (the others are known, UNAVAILABLE, until a
+   * client loads them). Readiness waits for these only. Failures are
+   * recorded, never thrown. In poll mode, polling starts after.
+   */
+  async loadStartupModels(): Promise<void> {
+    const onDisk = await this.scan();
+    const names = startupModelNames(this.control, onDisk);
+    for (const name of onDisk) {
+      if (names.includes(name)) continue;
+      this.registry.record(name).reason = NOT_LOADED_REASON;
+    }
     for (const name of names) {
       this.registry.addStartupModel(name);
       this.registry.record(name).state = 'LOADING';
     }
-    // The semaphore in `load` bounds how many run at once.
-    await Promise.all(names.map((name) => this.load(name).catch(() => undefined)));
+    await this.poller?.remember(names);
+    // The semaphore in `loadModel` bounds how many run at once.
+    await Promise.all(names.map((name) => this.loadModel(name).catch(() => undefined)));
+    if (!this.closing) this.poller?.start();
   }
 
   /** Model directory names in the repository, sorted (see scanRepository). */
@@ -55,21 +91,41 @@ export class ModelManager {
     return scanRepository(this.options.repository);
   }
 
-  /** (Re)loads a model. On a failed reload the versions already serving stay. */
-  async load(name: string, coldStart = false): Promise<void> {
+  /**
+   * A client's load (RepositoryModelLoad, REST load): (re)loads a model, or
+   * throws UNAVAILABLE where the control mode refuses it. On a failed reload
+   * the versions already serving stay.
+   */
+  async load(name: string): Promise<void> {
+    const refusal = loadUnloadRefusal(this.control.mode, 'load', name);
+    if (refusal !== undefined) throw refusal;
+    const problem = modelNameProblem(name);
+    if (problem !== undefined) throw invalidArgument(`model_name ${echo(name)}: ${problem}`);
+    await this.loadModel(name);
+  }
+
+  /** A client's unload (RepositoryModelUnload, REST unload); refused as `load` is. */
+  async unload(name: string): Promise<void> {
+    const refusal = loadUnloadRefusal(this.control.mode, 'unload', name);
+    if (refusal !== undefined) throw refusal;
+    await this.unloadModel(name);
+  }
+
+  /** (Re)loads a model, whatever the control mode (start-up, poller, cold start). */
+  private async loadModel(name: string, coldStart = false): Promise<void> {
     const record = this.registry.record(name);
     await this.transition(record, () =>
       this.loadSlots.with(() => {
-        if (this.closing) throw unavailable(`model '${name}' is not loaded: the server is shutting down`);
+        if (this.closing) throw unavailable(`model ${echo(name)} is not loaded: the server is shutting down`);
         return this.loader.load(name, record, coldStart);
       }),
     );
   }
 
-  /** Unloads every version of a model once its in-flight requests finish. */
-  async unload(name: string): Promise<void> {
+  /** Unloads every version of a model once its in-flight requests finish, whatever the control mode. */
+  private async unloadModel(name: string): Promise<void> {
     const record = this.registry.get(name);
-    if (record === undefined) throw notFound(`model '${name}' is not found in the repository`);
+    if (record === undefined) throw notFound(`model ${echo(name)} is not found in the repository`);
     await this.transition(record, async () => {
       const versions = [...record.versions.values()];
       record.state = 'UNLOADING';
@@ -100,7 +156,7 @@ export class ModelManager {
   async resolveForRequest(name: string, version: string): Promise<ModelVersion> {
     const record = this.registry.get(name);
     if (record !== undefined && this.registry.isEvicted(name) && !this.closing) {
-      record.reloading ??= this.load(name, true).finally(() => {
+      record.reloading ??= this.loadModel(name, true).finally(() => {
         record.reloading = undefined;
       });
       await record.reloading;
@@ -122,7 +178,7 @@ export class ModelManager {
     return this.registry.isKnown(name);
   }
 
-  /** True when every model present at start-up has a ready version. */
+  /** True when every start-up model (see loadStartupModels) has a ready version. */
   allStartupModelsReady(): boolean {
     return this.registry.allStartupModelsReady();
   }
@@ -136,8 +192,11 @@ export class ModelManager {
   /** Unloads everything (shutdown); loads in progress are aborted, queued ones never start. */
   async close(): Promise<void> {
     this.closing = true;
-    await Promise.all(this.registry.records().flatMap((record) => record.loading.map((v) => v.abortLoad())));
-    await Promise.all(this.registry.names().map((name) => this.unload(name).catch(() => undefined)));
+    await Promise.all([
+      this.poller?.stop(),
+      ...this.registry.records().flatMap((record) => record.loading.map((v) => v.abortLoad())),
+    ]);
+    await Promise.all(this.registry.names().map((name) => this.unloadModel(name).catch(() => undefined)));
   }
 
   /** Runs `work` after the model's previous load or unload, then reports the state change. */

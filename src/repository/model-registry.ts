@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { invalidArgument, notFound, unavailable } from '../common/serving-error.js';
+import { echo, echoField } from '../common/echo.js';
 import type { ModelVersion } from './model-version.js';
 
 /** Triton's repository index states. */
@@ -103,7 +104,7 @@ export class ModelRegistry {
   resolve(name: string, version: string): ModelVersion {
     const record = this.models.get(name);
     if (record === undefined) {
-      throw notFound(`model '${name}' is not found; available models: ${[...this.models.keys()].join(', ') || '(none)'}`);
+      throw notFound(`model ${echo(name)} is not found; available models: ${[...this.models.keys()].join(', ') || '(none)'}`);
     }
     if (version === '') {
       const ready = [...record.versions.values()].filter((v) => v.state === 'READY');
@@ -112,12 +113,12 @@ export class ModelRegistry {
       return newest;
     }
     if (!/^\d+$/.test(version)) {
-      throw invalidArgument(`model_version '${version}' is not a version number; expected digits or empty for the latest`);
+      throw invalidArgument(`model_version ${echo(version)} is not a version number; expected digits or empty for the latest`);
     }
     const found = record.versions.get(Number(version));
     if (found === undefined) {
       const loaded = [...record.versions.keys()].sort((a, b) => a - b).join(', ') || 'none';
-      throw notFound(`model '${name}' version ${version} is not found; loaded versions: ${loaded}`);
+      throw notFound(`model '${name}' version ${echoField(version)} is not found; loaded versions: ${loaded}`);
     }
     if (found.state !== 'READY') throw unavailable(`model '${name}' version ${version} is not ready (${found.state})`);
     return found;

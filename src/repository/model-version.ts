@@ -51,6 +51,8 @@ export interface BatcherAttachment {
   setNativeTarget(executor: Executor | undefined): void;
   /** Sends sealed batches to a worker generation's channels natively (undefined: through piscina). */
   useWorkerTarget(target: WorkerPoolTarget | undefined): void;
+  /** Requests queued and not yet sealed into a batch (sealing hands the batch to an idle instance). */
+  readonly pendingRequests: number;
 }
 
 /** One pool of workers and the arena owner its workers allocate under. */
@@ -345,9 +347,15 @@ export class ModelVersion {
     return this.loadSecondsValue;
   }
 
-  /** Requests admitted and not yet answered. */
+  /**
+   * Requests accepted and not yet started executing (Triton's
+   * nv_inference_pending_request_count): those queued in the batcher, plus
+   * tasks waiting for a free worker of the pool, i.e. requests that run alone
+   * (batches are sealed only for an idle instance, so they do not wait
+   * there). A request that is executing is not pending.
+   */
   get pendingRequests(): number {
-    return Math.max(this.requests, this.inFlight);
+    return (this.batcherValue?.pendingRequests ?? 0) + (this.pool?.queueSize ?? 0);
   }
 
   get batcher(): BatcherAttachment | undefined {

@@ -32,7 +32,7 @@ import type { ModelSignature } from '../tensor/model-signature.js';
 import type { ServerMemory } from '../tenancy/server-memory.js';
 import { ModelConfigError } from './model-config-error.js';
 import { VersionMemory } from './version-memory.js';
-import { completeModelConfig } from './config-autocomplete.js';
+import { completeConfig } from './strict-config.js';
 import { validateModelConfig } from './model-config.js';
 import { ModelVersion, type PoolStarter } from './model-version.js';
 import { toTensorInfo } from './tensor-info.js';
@@ -173,6 +173,8 @@ export interface NativeLoadDeps {
   readonly logger: Logger;
   readonly onDeviceFallback?: ((version: ModelVersion, reason: DeviceFallbackReason, detail: string) => void) | undefined;
   readonly onStateChange?: (() => void) | undefined;
+  /** Off: the config must say everything auto-complete would fill (strict-config.ts). */
+  readonly autoCompleteConfig: boolean;
 }
 
 /**
@@ -201,7 +203,7 @@ deps: NativeLoadDeps,
   let signature: ModelSignature;
   try {
     const parsed = await readPlan(args.modelPath, label, args.config.maxBatchSize);
-    config = completeModelConfig(args.config, name, toTensorInfo(parsed.io), { file });
+    config = completeConfig(args.config, name, toTensorInfo(parsed.io), { file, autoComplete: deps.autoCompleteConfig });
     validateModelConfig(config, { file, modelName: name });
     signature = signatureFromConfig(config);
     plan = alignPlan(parsed, signature);

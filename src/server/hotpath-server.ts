@@ -14,7 +14,7 @@
  */
 import http from 'node:http';
 import { once } from 'node:events';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { GRPCInferenceService } from '../generated/grpc_service_pb.js';
@@ -27,12 +27,15 @@ import { inferHandlers } from './handlers/infer-handlers.js';
 import { repositoryHandlers } from './handlers/repository-handlers.js';
 import { serverHandlers } from './handlers/server-handlers.js';
 import { unimplementedHandlers } from './handlers/unimplemented-handlers.js';
-import { createHealthHttpServer, type HealthReport } from './http-endpoints.js';
+import type { HealthReport } from './http/health-endpoints.js';
+import { createRestHttpServer } from './http/rest-server.js';
 import { InferenceRunner } from './inference-runner.js';
 import { ServerMemory, type DeviceLedgerOptions } from '../tenancy/server-memory.js';
 import { LeakPatrol } from '../patrol/leak-patrol.js';
 import { DeviceHealth } from '../executor/device-health.js';
 import type { TenantQuota } from '../tenancy/tenant-config.js';
+import type { ModelControlMode } from '../repository/model-control.js';
+import type { LogFormat } from '../observability/logger.js';
 
 export interface ServerOptions {
   readonly modelRepository: string;
@@ -59,6 +62,27 @@ export interface ServerOptions {
   readonly deviceProbeIntervalMs?: number;
   /** The leak patrol's settings (see src/patrol); undefined: no patrol. */
   readonly patrol?: PatrolSettings | undefined;
+  /**
+   * The largest request body either front door takes (`--max-message-size`):
+   * grpc-js's receive limit and the HTTP body limit (413 above it).
+   */
+  readonly maxMessageBytes: number;
+  /** Whether each front door is started at all (`--allow-grpc`, `--allow-http`, `--allow-metrics`). */
+  readonly allowGrpc: boolean;
+  readonly allowHttp: boolean;
+  readonly allowMetrics: boolean;
+  /**
+   * Triton's `--model-control-mode`; 'default' (no flag) loads every model at
+   * start-up and allows load and unload (see repository/model-control.ts).
+   */
+  readonly modelControlMode: ModelControlMode;
+  /** `--load-model` names (explicit mode's start-up models); '*' stands for all. */
+  readonly startupModels: readonly string[];
+  /** Poll mode: seconds between repository scans. */
+  readonly repositoryPollSecs: number;
+  /** Complete partial configs from the ONNX model (off: `--disable-auto-complete-config`). */
+  readonly autoCompleteConfig: boolean;
+  readonly logFormat: LogFormat;
   readonly serverName: string;
   readonly serverVersion: string;
   readonly logger: Logger;
@@ -72,8 +96,9 @@ export interface PatrolSettings {
   readonly maxRestarts: number;
 }
 
+/** The ports bound; undefined for a front door that is off (`--allow-*=false`, port -1). */
 export interface BoundPorts {
-  readonly grpc: number;
+  readonly grpc: number | undefined;
   readonly http: number | undefined;
   readonly metrics: number | undefined;
 }
@@ -85,11 +110,9 @@ export class HotpathServer {
   readonly metrics: ServerMetrics;
   readonly memory: ServerMemory;
   private readonly runner: InferenceRunner;
-  private readonly grpc = new Server({
-    // Tensors can be large; Triton clients send up to the protocol's limits.
-    'grpc.max_receive_message_length': 256 * 1024 * 1024,
-    'grpc.max_send_message_length': 256 * 1024 * 1024,
-  });
+  /** The GRPCInferenceService implementation, served over gRPC and behind the REST endpoints. */
+  private readonly protocol: UntypedServiceImplementation;
+  private readonly grpc: Server;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly httpServers: http.Server[] = [];
   private phase: Phase = 'starting';
@@ -101,6 +124,12 @@ export class HotpathServer {
 
   constructor(private readonly options: ServerOptions) {
     this.log = options.logger.child({ component: 'server' });
+    this.grpc = new Server({
+      // One request-size limit for both front doors (--max-message-size).
+      'grpc.max_receive_message_length': options.maxMessageBytes,
+      // Outputs can be large; Triton's clients accept up to about 2 GiB.
+      'grpc.max_send_message_length': 256 * 1024 * 1024,
+    });
     this.memory = ServerMemory.create({
       capacityBytes: options.memoryCapacityBytes,
       tenants: options.tenants,
@@ -125,6 +154,12 @@ export class HotpathServer {
       deviceHealth: this.deviceHealth,
       deviceProbeIntervalMs: options.deviceProbeIntervalMs ?? 5000,
       onDeviceFallback: (version, reason) => this.metrics.countDeviceFallback(version.modelName, reason),
+      autoCompleteConfig: options.autoCompleteConfig,
+      control: {
+        mode: options.modelControlMode,
+        startupModels: options.startupModels,
+        pollIntervalMs: Math.round(options.repositoryPollSecs * 1000),
+      },
     });
     this.deviceHealth.onLost((reason) => {
       this.log.error({ reason }, 'CUDA device lost: executor models serve on CPU; readiness reports degraded');
@@ -145,12 +180,14 @@ export class HotpathServer {
       metrics: this.metrics,
     });
     const identity = { name: options.serverName, version: options.serverVersion, isReady: () => this.isReady() };
-    this.grpc.addService(serviceDefinitionFor(GRPCInferenceService), {
+    // One implementation for both doors: the REST endpoints run these RPCs' operations (see http/rest-handlers.ts).
+    this.protocol = {
       ...serverHandlers(this.models, identity),
       ...inferHandlers(this.runner),
       ...repositoryHandlers(this.models),
       ...unimplementedHandlers(),
-    });
+    };
+    this.grpc.addService(serviceDefinitionFor(GRPCInferenceService), this.protocol);
     this.health.addToServer(this.grpc);
     this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);
   }
@@ -184,29 +221,38 @@ export class HotpathServer {
 
   /** Binds the ports and logs them: the process is live from here, not yet ready. */
   async listen(): Promise<BoundPorts> {
-    const grpcPort = await new Promise<number>((resolve, reject) => {
+    const grpcPort = !this.options.allowGrpc ? undefined : await new Promise<number>((resolve, reject) => {
       this.grpc.bindAsync(
         `${this.options.host}:${this.options.grpcPort}`,
         ServerCredentials.createInsecure(),
         (err, port) => (err ? reject(err) : resolve(port)),
       );
     });
-    const httpPort = await this.listenHttp(this.options.httpPort, () =>
-      createHealthHttpServer({
-        isLive: () => this.phase !== 'stopped',
-        isReady: () => this.isReady(),
-        report: () => this.healthReport(),
+    const httpPort = await this.listenHttp(this.options.allowHttp ? this.options.httpPort : -1, () =>
+      createRestHttpServer({
+        health: {
+          isLive: () => this.phase !== 'stopped',
+          isReady: () => this.isReady(),
+          report: () => this.healthReport(),
+        },
+        runner: this.runner,
+        protocol: this.protocol,
+        maxMessageBytes: this.options.maxMessageBytes,
+        logger: this.options.logger,
       }),
     );
-    const metricsPort = await this.listenHttp(this.options.metricsPort, () => createMetricsHttpServer(this.metrics));
+    const metricsPort = await this.listenHttp(
+      this.options.allowMetrics ? this.options.metricsPort : -1,
+      () => createMetricsHttpServer(this.metrics),
+    );
     const ports = { grpc: grpcPort, http: httpPort, metrics: metricsPort };
     this.log.info({ grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics }, 'listening');
     return ports;
   }
 
-  /** Loads, warms and checks every model in the repository; ready after (unless draining). */
+  /** Loads, warms and checks the start-up models (see ModelManager.loadStartupModels); ready after (unless draining). */
   async loadModels(): Promise<void> {
-    await this.models.loadAll();
+    await this.models.loadStartupModels();
     if (this.phase === 'starting') this.phase = 'serving';
     if (this.phase === 'serving') this.patrol?.start();
     this.refreshHealth();

@@ -10,8 +10,9 @@ import { status } from '@grpc/grpc-js';
 import type { ModelInferRequest, ModelInferResponse } from '../generated/grpc_service_pb.js';
 import type { ModelManager } from '../repository/model-manager.js';
 import type { ModelVersion } from '../repository/model-version.js';
-import { classifyError, invalidArgument, toServiceError, unavailable } from '../common/serving-error.js';
+import { classifyError, invalidArgument, ServingError, toServiceError, unavailable } from '../common/serving-error.js';
 import { failureReasonOf } from '../common/error-kinds.js';
+import { echo } from '../common/echo.js';
 import type { AccessLog } from '../observability/access-log.js';
 import type { ServerMetrics } from '../observability/metrics.js';
 import { epochMs, inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
@@ -20,7 +21,6 @@ import { BatcherRejection } from '../native/batcher.js';
 import {
   FAULT_PARAMETER,
   prepareInference,
-  schedulingParameters,
   stringParameter,
   type PreparedInference,
 } from '../tensor/infer-request.js';
@@ -105,6 +105,8 @@ export class InferenceRunner {
       version.memory.requestStarted();
       try {
         const fault = this.faultFor(request, version);
+        // Cancelled while it waited for the model (a load, say): it never runs.
+        throwIfCancelledBefore(context, Infinity, version);
         // Test-only worker faults act on one request, so a request carrying one runs alone.
         const batcher = fault.fault === undefined && fault.faultDelayMs === undefined ? batcherOf(version) : undefined;
         return batcher === undefined
@@ -142,12 +144,13 @@ export class InferenceRunner {
       if (problem !== undefined) throw invalidArgument(`model '${version.modelName}': ${problem}`);
     }
     let rows: RequestRows;
+    const enqueuedAtMs = epochMs();
     try {
       rows = await batcher.infer({
         rows: prepared.batchSize,
         inputs: inputs.map((input) => input.bytes),
         dims: inputs.map((input) => input.dims),
-        ...schedulingParameters(request.parameters),
+        ...prepared.scheduling,
         deadlineMs: context.deadlineMs,
       });
     } catch (err) {
@@ -156,6 +159,7 @@ export class InferenceRunner {
     }
     let response: ModelInferResponse;
     try {
+      throwIfCancelledBefore(context, enqueuedAtMs + (rows.batcherQueueNs + rows.result.timing.queueNs) / 1e6, version);
       const outputs = prepared.outputs.map((spec) => {
         const output = rows.result.outputs.get(spec.name);
         if (output === undefined) throw new Error(`model produced no output named '${spec.name}'`);
@@ -187,6 +191,7 @@ export class InferenceRunner {
     let prepared: PreparedInference | undefined;
     let response: ModelInferResponse;
     let result: InferResult;
+    let startedAtMs: number;
     try {
       // Inputs are copied once into arena blocks charged to the model's tenant.
       prepared = prepareInference(request, version.signature, (bytes) => version.memory.allocInput(bytes));
@@ -199,6 +204,7 @@ export class InferenceRunner {
         ...fault,
       };
       result = await version.run(task, prepared.transfer);
+      startedAtMs = task.queuedAtMs + result.timing.queueNs / 1e6;
       response = buildInferResponse(
         request,
         version.versionLabel,
@@ -212,8 +218,9 @@ export class InferenceRunner {
     }
     const totalNs = elapsedNs();
     version.statistics.recordExecution(prepared.batchSize, result.timing);
-    version.statistics.recordSuccess(prepared.batchSize, totalNs, result.timing);
     this.options.metrics?.observeExecution(version, prepared.batchSize);
+    throwIfCancelledBefore(context, startedAtMs, version);
+    version.statistics.recordSuccess(prepared.batchSize, totalNs, result.timing);
     this.options.metrics?.observeSuccess(version, totalNs / 1e6, result.timing);
     return response;
   }
@@ -265,8 +272,22 @@ export class InferenceRunner {
     const delay = /^delay:(\d{1,6})$/.exec(fault);
     if (delay !== null) return { faultDelayMs: Number(delay[1]) };
     throw invalidArgument(
-      `parameter '${FAULT_PARAMETER}': expected 'crash-worker', 'crash-worker-once', 'device-error', 'device-lost' or 'delay:<ms>', got '${fault}'`,
+      `parameter '${FAULT_PARAMETER}': expected 'crash-worker', 'crash-worker-once', 'device-error', 'device-lost' or 'delay:<ms>', got ${echo(fault)}`,
     );
+  }
+}
+
+/**
+ * A request whose client cancelled the call before it started executing fails
+ * CANCELED, as Triton counts it (nv_inference_request_failure). Neither the
+ * batcher nor the pool can withdraw a queued request, so it may have run;
+ * its answer goes nowhere and it is not a success. One cancelled once it was
+ * executing completes as a success, as in Triton.
+ */
+function throwIfCancelledBefore(context: RequestContext, startedAtMs: number, version: ModelVersion): void {
+  const cancelledAtMs = context.cancelledAtMs?.();
+  if (cancelledAtMs !== undefined && cancelledAtMs < startedAtMs) {
+    throw new ServingError('cancelled', `model '${version.modelName}': the client cancelled the request before it started executing`);
   }
 }
 

@@ -15,6 +15,12 @@ export interface RequestContext {
   readonly traceId: string | undefined;
   /** The call's gRPC deadline as epoch ms; undefined when the client set none. */
   readonly deadlineMs?: number | undefined;
+  /**
+   * When the client cancelled the call (epoch ms, performance clock as
+   * workers' timings), or undefined while it has not; absent for a door that
+   * cannot tell. A call ended by its deadline is not cancelled by the client.
+   */
+  readonly cancelledAtMs?: (() => number | undefined) | undefined;
 }
 
 // Printable ASCII, bounded, so a hostile id cannot bloat or break log lines.
@@ -43,6 +49,25 @@ export function parseTraceparent(value: string): string | undefined {
   // Version 00 has exactly four fields; later versions may append more.
   if (version === '00' && match[5] !== undefined) return undefined;
   return traceId;
+}
+
+/**
+ * Watches a grpc-js call for the client's cancellation, for
+ * RequestContext.cancelledAtMs. grpc-js emits 'cancelled' also when the call's
+ * deadline passes; that one is the deadline's failure, not the client's
+ * cancellation, so it is not recorded.
+ */
+export function watchCancellation(call: {
+  once(event: 'cancelled', listener: () => void): unknown;
+  getDeadline(): Date | number;
+}): () => number | undefined {
+  let cancelledAtMs: number | undefined;
+  call.once('cancelled', () => {
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+    if (Date.now() < deadlineMs) cancelledAtMs = performance.timeOrigin + performance.now();
+  });
+  return () => cancelledAtMs;
 }
 
 /** The trailing metadata every inference call ends with. */

@@ -9,7 +9,7 @@
  *
  * The file is JSON: `{"tenants": {"ads": "512MiB", "fraud": {"quota": "1GiB",
  * "device_quota": "4GiB"}}}`. Quotas are byte sizes with optional binary or
- * decimal suffixes: `512MiB`, `2GiB`, `100MB`, `4096`. Every model belongs to
+ * decimal suffixes: `512MiB`, `2Gi`, `100MB`, `4096`. Every model belongs to
  * a tenant (config parameter `tenant`, default `default`); a tenant not
  * configured has no quota of its own.
  */
@@ -25,14 +25,21 @@ export interface TenantQuota {
 /** Thrown for malformed tenant specs; the message names the spec and what was expected. */
 export class TenantConfigError extends Error {}
 
+/**
+ * Suffixes, case-insensitive. Kubernetes' binary quantities (`512Mi`, `2Gi`)
+ * are the IEC ones without the B. A bare letter (`512m`, `2G`) is binary too,
+ * as in `java -Xmx` and `docker -m`, and as it always was here; Kubernetes
+ * reads `2G` as 2·10⁹, so decimal sizes are written `2GB`.
+ */
 const UNITS: Readonly<Record<string, number>> = {
   '': 1, b: 1,
   kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40,
+  ki: 2 ** 10, mi: 2 ** 20, gi: 2 ** 30, ti: 2 ** 40,
   kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12,
   k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40,
 };
 
-/** Parses `512MiB`, `1.5GiB`, `100MB`, `4096` into bytes (an integer). */
+/** Parses `512MiB`, `512Mi`, `1.5GiB`, `100MB`, `4096` into bytes (an integer). */
 export function parseByteSize(text: string, what: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
   const unit = match?.[2]?.toLowerCase() ?? '';

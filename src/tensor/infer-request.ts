@@ -22,6 +22,7 @@ import { copyToTypedArray, wireTypeInfo, type NumericArray, type WireDatatype } 
 import type { InputPayload, TensorPayload } from '../workers/worker-protocol.js';
 import type { ModelSignature, TensorSpec } from './model-signature.js';
 import { invalidArgument } from '../common/serving-error.js';
+import { echo, echoField } from '../common/echo.js';
 
 /**
  * Where numeric inputs are copied to: an arena block charged to the model's
@@ -45,31 +46,73 @@ export interface PreparedInference {
   readonly blocks: InputBlock[];
   /** Outputs to return, in response order. */
   readonly outputs: readonly TensorSpec[];
+  /** The request's scheduling parameters, checked on every path (used where a batcher queues it). */
+  readonly scheduling: SchedulingParameters;
 }
 
 /** Request parameters hotpath itself interprets; others are accepted and ignored, as in Triton. */
 export const FAULT_PARAMETER = 'hotpath_fault';
 
+/** A request's scheduling parameters, checked and in the batcher's units. */
+export interface SchedulingParameters {
+  /** The priority level; 0 = the model's default level. */
+  readonly priority: number;
+  /** µs the request may wait in the queue; 0 = the model's default. */
+  readonly timeoutUs: number;
+}
+
+// Triton's priority is a uint64, but any value above the model's
+// priority_levels (at most 2^32-1 here) means the default level, exactly as 0 does.
+const MAX_PRIORITY_LEVEL = 0xffff_ffff;
+
 /**
- * Triton's scheduling parameters: `priority` (a priority level, 0 = the
- * model's default) and `timeout` (µs in the queue; may only lower the model's
- * default when the queue policy allows overrides). Absent: 0.
+ * Checks and reads Triton's scheduling parameters, whichever way the model is
+ * scheduled (a model without dynamic batching checks them all the same, as
+ * Triton does, and then has no use for them):
+ *   - `priority`: uint64 (uint64_param, or int64_param >= 0); 0 = the default level;
+ *   - `timeout`: µs in the queue, uint64 (the same two forms); may only lower
+ *     the model's default when the queue policy allows overrides;
+ *   - `sequence_id`: int64_param, uint64_param or string_param; `sequence_start`
+ *     and `sequence_end`: bool_param. hotpath has no sequence batcher, so they
+ *     change nothing here; they are checked as Triton checks them, so a
+ *     malformed one fails the same way on both servers.
+ * Absent: 0. A wrong type or a negative value is INVALID_ARGUMENT naming the
+ * parameter, the expected form and what was sent.
  */
-export function schedulingParameters(parameters: Record<string, InferParameter>): { priority: number; timeoutUs: number } {
+export function schedulingParameters(parameters: Record<string, InferParameter>): SchedulingParameters {
+  checkChoice(parameters, 'sequence_id', ['int64Param', 'uint64Param', 'stringParam'], 'an int64_param, uint64_param or string_param');
+  checkChoice(parameters, 'sequence_start', ['boolParam'], 'a bool_param');
+  checkChoice(parameters, 'sequence_end', ['boolParam'], 'a bool_param');
+  const priority = unsignedParameter(parameters, 'priority');
+  const timeoutUs = unsignedParameter(parameters, 'timeout');
   return {
-    priority: nonNegativeIntParameter(parameters, 'priority'),
-    timeoutUs: nonNegativeIntParameter(parameters, 'timeout'),
+    priority: priority > BigInt(MAX_PRIORITY_LEVEL) ? 0 : Number(priority),
+    // Beyond 2^53 µs (285 years) a timeout is as good as none; the batcher caps it anyway.
+    timeoutUs: timeoutUs > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(timeoutUs),
   };
 }
 
-function nonNegativeIntParameter(parameters: Record<string, InferParameter>, key: string): number {
+type ParameterCase = NonNullable<InferParameter['parameterChoice']['case']>;
+
+function unsignedParameter(parameters: Record<string, InferParameter>, key: string): bigint {
   const choice = parameters[key]?.parameterChoice;
-  if (choice === undefined || choice.case === undefined) return 0;
-  const value = choice.case === 'int64Param' || choice.case === 'uint64Param' ? Number(choice.value) : NaN;
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw invalidArgument(`parameter '${key}': expected a non-negative integer (int64_param or uint64_param), got ${choice.case} ${String(choice.value)}`);
-  }
-  return value;
+  if (choice === undefined || choice.case === undefined) return 0n;
+  if ((choice.case === 'uint64Param' || choice.case === 'int64Param') && choice.value >= 0n) return choice.value;
+  throw invalidArgument(
+    `parameter '${key}': expected an unsigned integer (uint64_param or int64_param >= 0), got ${describeParameter(choice)}`,
+  );
+}
+
+function checkChoice(parameters: Record<string, InferParameter>, key: string, allowed: readonly ParameterCase[], expected: string): void {
+  const choice = parameters[key]?.parameterChoice;
+  if (choice === undefined || choice.case === undefined || allowed.includes(choice.case)) return;
+  throw invalidArgument(`parameter '${key}': expected ${expected}, got ${describeParameter(choice)}`);
+}
+
+/** `string_param 'abc'`, `int64_param -3`: the field sent and its value, bounded. */
+function describeParameter(choice: InferParameter['parameterChoice']): string {
+  const field = snake(choice.case ?? 'unset');
+  return choice.case === 'stringParam' ? `${field} ${echo(choice.value)}` : `${field} ${String(choice.value)}`;
 }
 
 export function prepareInference(
@@ -94,6 +137,7 @@ function prepareInto(
   blocks: InputBlock[],
   copy: boolean,
 ): PreparedInference {
+  const scheduling = schedulingParameters(request.parameters);
   const useRaw = request.rawInputContents.length > 0;
   if (useRaw && request.rawInputContents.length !== request.inputs.length) {
     throw invalidArgument(
@@ -109,26 +153,26 @@ function prepareInto(
     const spec = signature.inputsByName.get(input.name);
     if (spec === undefined) {
       throw invalidArgument(
-        `unknown input '${input.name}' for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
+        `unknown input ${echo(input.name)} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
       );
     }
-    if (seen.has(input.name)) throw invalidArgument(`input '${input.name}' is given more than once`);
+    if (seen.has(input.name)) throw invalidArgument(`input ${echo(input.name)} is given more than once`);
     seen.add(input.name);
     if (input.datatype !== spec.datatype) {
-      throw invalidArgument(`input '${input.name}': expected datatype ${spec.datatype}, got ${input.datatype || '(empty)'}`);
+      throw invalidArgument(`input '${spec.name}': expected datatype ${spec.datatype}, got ${echoField(input.datatype) || '(empty)'}`);
     }
     const shape = checkedShape(input, spec, signature);
     if (signature.maxBatchSize > 0) {
       const rows = shape[0] as number;
       if (batchSize !== undefined && rows !== batchSize) {
-        throw invalidArgument(`input '${input.name}': batch size ${rows} differs from the other inputs' batch size ${batchSize}`);
+        throw invalidArgument(`input '${spec.name}': batch size ${rows} differs from the other inputs' batch size ${batchSize}`);
       }
       batchSize = rows;
     }
     const rawBytes = useRaw ? request.rawInputContents[index] : undefined;
     // With an arena, raw bytes are copied once, straight into the block (see intoArena).
     // `copy` false: raw inputs stay views of the request (the batcher copies them once).
-    const payload = inputPayload(input, spec, shape, rawBytes, copy && allocate === undefined);
+    const payload = inputPayload(input, spec, shape, signature.maxBatchSize > 0, rawBytes, copy && allocate === undefined);
     if (allocate !== undefined && payload.type !== 'string' && payload.data.byteLength > 0) {
       inputs.push(intoArena(payload, allocate, blocks));
     } else {
@@ -143,7 +187,7 @@ function prepareInto(
       `missing input${missing.length > 1 ? 's' : ''} ${missing.map((s) => `'${s.name}'`).join(', ')} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
     );
   }
-  return { batchSize: batchSize ?? 1, inputs, transfer, blocks, outputs: requestedOutputs(request, signature) };
+  return { batchSize: batchSize ?? 1, inputs, transfer, blocks, outputs: requestedOutputs(request, signature), scheduling };
 }
 
 /** Moves a validated input into an arena block (the request's one copy into shared memory). */
@@ -171,40 +215,66 @@ export function stringParameter(parameters: Record<string, InferParameter>, key:
 }
 
 function checkedShape(input: ModelInferRequest_InferInputTensor, spec: TensorSpec, signature: ModelSignature): number[] {
-  const shape = input.shape.map((dim) => Number(dim));
-  const bad = shape.findIndex((dim) => !Number.isSafeInteger(dim) || dim < 0);
-  if (bad >= 0) {
-    throw invalidArgument(`input '${input.name}': shape dimension ${bad} is ${String(input.shape[bad])}; expected a non-negative integer`);
-  }
-  const expected = signature.maxBatchSize > 0 ? [-1, ...spec.dims] : [...spec.dims];
+  const shape = requestShape(spec.name, input.shape);
+  const configShape = signature.maxBatchSize > 0 ? [-1, ...spec.dims] : [...spec.dims];
+  // A scalar the config writes Triton's way (dims [1], reshape { shape: [] }):
+  // a Triton client sends the dims, a V2 client the scalar itself; both mean one element.
+  const scalarShape = isScalarReshape(spec) ? (signature.maxBatchSize > 0 ? [-1] : []) : undefined;
+  const expected = scalarShape !== undefined && shape.length === scalarShape.length ? scalarShape : configShape;
   if (shape.length !== expected.length) {
     throw invalidArgument(
-      `input '${input.name}': expected rank ${expected.length} with shape ${formatShape(expected)}, got rank ${shape.length} with shape ${formatShape(shape)}`,
+      `input '${spec.name}': expected rank ${expected.length} with shape ${formatShape(expected)}, got rank ${shape.length} with shape ${formatShape(shape)}`,
     );
   }
   if (signature.maxBatchSize > 0) {
     const rows = shape[0] as number;
     if (rows < 1 || rows > signature.maxBatchSize) {
       throw invalidArgument(
-        `input '${input.name}': batch size ${rows} is outside 1..${signature.maxBatchSize} (max_batch_size of model '${signature.name}')`,
+        `input '${spec.name}': batch size ${rows} is outside 1..${signature.maxBatchSize} (max_batch_size of model '${signature.name}')`,
       );
     }
   }
   if (!shapeMatches(expected, shape)) {
-    throw invalidArgument(`input '${input.name}': expected shape ${formatShape(expected)}, got ${formatShape(shape)}`);
+    throw invalidArgument(`input '${spec.name}': expected shape ${formatShape(expected)}, got ${formatShape(shape)}`);
+  }
+  if (elementCount(shape) > Number.MAX_SAFE_INTEGER) {
+    throw invalidArgument(`input '${spec.name}': shape ${formatShape(shape)} is too large (more than ${Number.MAX_SAFE_INTEGER} elements)`);
   }
   return shape;
+}
+
+/**
+ * The request's int64 dims as numbers. A dim beyond 2^53-1 cannot be an exact
+ * number, and no request could carry that many elements: it is too large
+ * (not negative, as its conversion might suggest).
+ */
+function requestShape(name: string, dims: readonly bigint[]): number[] {
+  return dims.map((dim, i) => {
+    if (dim < 0n) throw invalidArgument(`input '${name}': shape dimension ${i} is ${dim}; expected a non-negative integer`);
+    if (dim > MAX_SAFE_DIM) {
+      throw invalidArgument(`input '${name}': shape dimension ${i} is ${dim}, too large (expected at most ${Number.MAX_SAFE_INTEGER})`);
+    }
+    return Number(dim);
+  });
+}
+
+const MAX_SAFE_DIM = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** The model sees a scalar per row although the config dims are all 1s: Triton's way of writing a scalar. */
+function isScalarReshape(spec: TensorSpec): boolean {
+  return spec.reshape !== undefined && spec.reshape.length === 0 && spec.dims.every((dim) => dim === 1);
 }
 
 function inputPayload(
   input: ModelInferRequest_InferInputTensor,
   spec: TensorSpec,
   shape: number[],
+  batched: boolean,
   rawBytes: Uint8Array | undefined,
   ownCopy: boolean,
 ): TensorPayload {
   const count = elementCount(shape);
-  const dims = modelDims(input.name, spec, shape, count);
+  const dims = modelDims(spec, shape, batched, count);
   const contents = input.contents;
   const hasTyped = contents !== undefined && typedContentCount(contents) > 0;
   if (rawBytes !== undefined && hasTyped) {
@@ -215,13 +285,12 @@ function inputPayload(
 }
 
 /** The shape handed to the model, applying the config's `reshape`. */
-function modelDims(name: string, spec: TensorSpec, shape: number[], count: number): number[] {
+function modelDims(spec: TensorSpec, shape: number[], batched: boolean, count: number): number[] {
   if (spec.reshape === undefined) return shape;
-  const batched = shape.length > spec.dims.length;
   const rows = batched ? (shape[0] as number) : 1;
   const target = resolveReshape(spec.reshape, rows === 0 ? 0 : count / rows);
   if (target === undefined) {
-    throw invalidArgument(`input '${name}': shape ${formatShape(shape)} cannot be reshaped to ${formatShape(spec.reshape)}`);
+    throw invalidArgument(`input '${spec.name}': shape ${formatShape(shape)} cannot be reshaped to ${formatShape(spec.reshape)}`);
   }
   return batched ? [rows, ...target] : target;
 }
@@ -334,13 +403,13 @@ function requestedOutputs(request: ModelInferRequest, signature: ModelSignature)
     const spec = signature.outputsByName.get(output.name);
     if (spec === undefined) {
       throw invalidArgument(
-        `unknown output '${output.name}' requested from model '${signature.name}'; expected one of: ${listNames(signature.outputs)}`,
+        `unknown output ${echo(output.name)} requested from model '${signature.name}'; expected one of: ${listNames(signature.outputs)}`,
       );
     }
-    if (seen.has(output.name)) throw invalidArgument(`output '${output.name}' is requested more than once`);
+    if (seen.has(output.name)) throw invalidArgument(`output '${spec.name}' is requested more than once`);
     seen.add(output.name);
     if (output.parameters['classification'] !== undefined) {
-      throw invalidArgument(`output '${output.name}': the 'classification' parameter is not supported`);
+      throw invalidArgument(`output '${spec.name}': the 'classification' parameter is not supported`);
     }
     return spec;
   });

@@ -5,6 +5,7 @@ import {
   failureReasonOf,
   grpcStatusOf,
   httpStatusOf,
+  httpStatusOfGrpc,
   isErrorKind,
   kindOfExecutionFailure,
   kindOfGrpcStatus,
@@ -27,23 +28,45 @@ describe('error kinds', () => {
   it('map every kind to one gRPC status, HTTP status and failure reason', () => {
     const table = Object.fromEntries(ERROR_KINDS.map((kind) => [kind, [grpcStatusOf(kind), httpStatusOf(kind), failureReasonOf(kind)]]));
     expect(table).toEqual({
-      invalid: [status.INVALID_ARGUMENT, 400, 'REJECTED'],
-      not_found: [status.NOT_FOUND, 404, 'REJECTED'],
-      unavailable: [status.UNAVAILABLE, 503, 'REJECTED'],
+      invalid: [status.INVALID_ARGUMENT, 400, 'OTHER'],
+      not_found: [status.NOT_FOUND, 404, 'OTHER'],
+      unavailable: [status.UNAVAILABLE, 503, 'OTHER'],
+      // Scheduler rejections: refused or dropped before execution.
       queue_full: [status.UNAVAILABLE, 503, 'REJECTED'],
       shutdown: [status.UNAVAILABLE, 503, 'REJECTED'],
-      timeout: [status.DEADLINE_EXCEEDED, 503, 'CANCELED'],
-      deadline: [status.DEADLINE_EXCEEDED, 504, 'CANCELED'],
+      timeout: [status.DEADLINE_EXCEEDED, 504, 'REJECTED'],
+      deadline: [status.DEADLINE_EXCEEDED, 504, 'REJECTED'],
       over_quota: [status.RESOURCE_EXHAUSTED, 429, 'REJECTED'],
-      precondition: [status.FAILED_PRECONDITION, 400, 'REJECTED'],
+      cancelled: [status.CANCELLED, 499, 'CANCELED'],
+      precondition: [status.FAILED_PRECONDITION, 400, 'OTHER'],
       unimplemented: [status.UNIMPLEMENTED, 501, 'OTHER'],
       worker_crashed: [status.UNAVAILABLE, 503, 'BACKEND'],
       internal: [status.INTERNAL, 500, 'BACKEND'],
     });
   });
 
+  it('derive every HTTP status from the gRPC status, by the canonical mapping', () => {
+    const table: [status, number][] = [
+      [status.INVALID_ARGUMENT, 400],
+      [status.FAILED_PRECONDITION, 400],
+      [status.UNAUTHENTICATED, 401],
+      [status.PERMISSION_DENIED, 403],
+      [status.NOT_FOUND, 404],
+      [status.RESOURCE_EXHAUSTED, 429],
+      [status.CANCELLED, 499],
+      [status.INTERNAL, 500],
+      [status.UNIMPLEMENTED, 501],
+      [status.UNAVAILABLE, 503],
+      [status.DEADLINE_EXCEEDED, 504],
+      [status.DATA_LOSS, 500],
+    ];
+    for (const [code, http] of table) expect([status[code], httpStatusOfGrpc(code)]).toEqual([status[code], http]);
+    // A kind's HTTP status is its gRPC status's: the two doors never disagree.
+    for (const kind of ERROR_KINDS) expect(httpStatusOf(kind)).toBe(httpStatusOfGrpc(grpcStatusOf(kind)));
+  });
+
   it('round-trip the statuses hotpath answers with', () => {
-    for (const kind of ['invalid', 'not_found', 'unavailable', 'deadline', 'over_quota', 'precondition', 'unimplemented', 'internal'] as const) {
+    for (const kind of ['invalid', 'not_found', 'unavailable', 'deadline', 'cancelled', 'over_quota', 'precondition', 'unimplemented', 'internal'] as const) {
       expect(kindOfGrpcStatus(grpcStatusOf(kind))).toBe(kind);
     }
     expect(kindOfGrpcStatus(status.ALREADY_EXISTS)).toBe('internal');

@@ -139,6 +139,22 @@ describe('prepareInference', () => {
     expect(rejection(() => prepareInference(negative, ctr)).message).toMatch(/shape dimension 1 is -4; expected a non-negative integer/);
   });
 
+  it('calls a dimension beyond 2^53-1 (2^63-1 included) too large, and a shape with too many elements too', () => {
+    const max = validCtr();
+    max.inputs[1]!.shape = [2n, 2n ** 63n - 1n];
+    expect(rejection(() => prepareInference(max, ctr)).message).toMatch(
+      /^input 'ids': shape dimension 1 is 9223372036854775807, too large \(expected at most 9007199254740991\)$/,
+    );
+    const rows = validCtr();
+    rows.inputs[0]!.shape = [2n ** 63n - 1n, 4n];
+    expect(rejection(() => prepareInference(rows, ctr)).message).toMatch(/input 'features': shape dimension 0 is 9223372036854775807, too large/);
+    const product = validCtr();
+    product.inputs[1]!.shape = [2n, 2n ** 53n - 1n];
+    expect(rejection(() => prepareInference(product, ctr)).message).toMatch(
+      /input 'ids': shape \[2,9007199254740991\] is too large \(more than 9007199254740991 elements\)/,
+    );
+  });
+
   it('checks byte sizes against shape × datatype', () => {
     const short = validCtr();
     short.rawInputContents[0] = f32(1, 2, 3);
@@ -161,6 +177,56 @@ describe('prepareInference', () => {
     const unknown = validCtr();
     unknown.outputs.push({ $typeName: 'inference.ModelInferRequest.InferRequestedOutputTensor', name: 'scores', parameters: {} });
     expect(rejection(() => prepareInference(unknown, ctr)).message).toMatch(/unknown output 'scores'.*expected one of: 'score'/);
+  });
+});
+
+describe('scheduling parameters are checked for every model', () => {
+  const withParameters = (parameters: Record<string, { case: string; value: unknown }>) => {
+    const r = validCtr();
+    for (const [key, parameterChoice] of Object.entries(parameters)) {
+      r.parameters[key] = { $typeName: 'inference.InferParameter', parameterChoice } as never;
+    }
+    return r;
+  };
+
+  it('reads priority and timeout as unsigned integers, 0 when absent', () => {
+    expect(prepareInference(validCtr(), ctr).scheduling).toEqual({ priority: 0, timeoutUs: 0 });
+    expect(
+      prepareInference(withParameters({ priority: { case: 'uint64Param', value: 2n }, timeout: { case: 'int64Param', value: 5000n } }), ctr)
+        .scheduling,
+    ).toEqual({ priority: 2, timeoutUs: 5000 });
+    // Triton's uint64 range: a level above any model's priority_levels is the default level (0);
+    // a timeout beyond 2^53 µs is as long as can be.
+    expect(
+      prepareInference(withParameters({ priority: { case: 'uint64Param', value: 2n ** 64n - 1n }, timeout: { case: 'uint64Param', value: 2n ** 64n - 1n } }), ctr)
+        .scheduling,
+    ).toEqual({ priority: 0, timeoutUs: Number.MAX_SAFE_INTEGER });
+  });
+
+  it('refuses a wrong type or a negative value, naming the parameter, the expected form and what was sent', () => {
+    // The unbatched signature too: the check does not depend on how the model is scheduled.
+    for (const signature of [ctr, unbatched]) {
+      const r = withParameters({ priority: { case: 'stringParam', value: 'abc' } });
+      if (signature === unbatched) {
+        r.inputs = [{ $typeName: 'inference.ModelInferRequest.InferInputTensor', name: 'x', datatype: 'INT8', shape: [2n, 2n], parameters: {} } as never];
+        r.rawInputContents = [new Uint8Array(4)];
+      }
+      expect(rejection(() => prepareInference(r, signature)).message).toBe(
+        "parameter 'priority': expected an unsigned integer (uint64_param or int64_param >= 0), got string_param 'abc'",
+      );
+    }
+    expect(rejection(() => prepareInference(withParameters({ timeout: { case: 'int64Param', value: -1n } }), ctr)).message).toBe(
+      "parameter 'timeout': expected an unsigned integer (uint64_param or int64_param >= 0), got int64_param -1",
+    );
+    expect(rejection(() => prepareInference(withParameters({ timeout: { case: 'doubleParam', value: 1.5 } }), ctr)).message).toMatch(
+      /parameter 'timeout': .*got double_param 1.5/,
+    );
+    expect(rejection(() => prepareInference(withParameters({ sequence_start: { case: 'int64Param', value: 1n } }), ctr)).message).toBe(
+      "parameter 'sequence_start': expected a bool_param, got int64_param 1",
+    );
+    expect(rejection(() => prepareInference(withParameters({ sequence_id: { case: 'boolParam', value: true } }), ctr)).message).toBe(
+      "parameter 'sequence_id': expected an int64_param, uint64_param or string_param, got bool_param true",
+    );
   });
 });
 

@@ -318,8 +318,9 @@ describe('validateModelConfig', () => {
     expect(validationError('input { name: "x" dims: [1] }').reason).toMatch(
       /input 'x': data_type must be set \(expected a TYPE_\* value, got TYPE_INVALID\)/,
     );
-    expect(validationError('output { name: "y" data_type: TYPE_FP32 }').reason).toMatch(
-      /output 'y': dims must list at least one dimension \(or set reshape\), got \[\]/,
+    // Without batching, no dims is a scalar (see 'accepts scalars'); with batching it is refused.
+    expect(validationError('max_batch_size: 4 output { name: "y" data_type: TYPE_FP32 }').reason).toMatch(
+      /output 'y': dims must list at least one dimension when max_batch_size > 0 \(for a batch of scalars write dims: \[1\] with reshape: \{ shape: \[\] \}\), got \[\]/,
     );
     expect(validationError('input { name: "x" data_type: TYPE_FP32 dims: [4, 0] }').reason).toMatch(
       /input 'x': dims\[1\]: expected >= 1 or -1 \(variable-size\), got 0/,
@@ -337,12 +338,23 @@ describe('validateModelConfig', () => {
     expect(validationError('input { name: "x" data_type: TYPE_FP32 dims: [2, 3] reshape { shape: [5] } }').reason).toMatch(
       /input 'x': reshape.shape \[5\] has 5 elements, expected 6 to match dims \[2, 3\]/,
     );
-    expect(validationError('input { name: "x" data_type: TYPE_FP32 dims: [1] reshape { } }').reason).toMatch(
-      /reshape cannot be empty when max_batch_size is 0/,
-    );
     // With batching, dims [1] + empty reshape is Triton's batch-of-scalars idiom.
     const { config } = parseModelConfigText('max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: [1] reshape { } }', FILE);
     expect(() => validateModelConfig(config, { file: FILE, modelName: 'm' })).not.toThrow();
+  });
+
+  it('accepts scalars: dims [] or dims [1] with an empty reshape when max_batch_size is 0', () => {
+    for (const text of [
+      'input { name: "x" data_type: TYPE_FP32 dims: [] }',
+      'input { name: "x" data_type: TYPE_FP32 dims: [1] reshape { } }',
+      'input { name: "x" data_type: TYPE_FP32 dims: [1] reshape { shape: [] } }',
+    ]) {
+      const { config } = parseModelConfigText(text, FILE);
+      expect(() => validateModelConfig(config, { file: FILE, modelName: 'm' })).not.toThrow();
+    }
+    expect(validationError('input { name: "x" data_type: TYPE_FP32 dims: [2] reshape { } }').reason).toMatch(
+      /input 'x': reshape.shape \[\] has 1 elements, expected 2 to match dims \[2\]/,
+    );
   });
 
   it('rejects unsupported instance kinds and negative counts', () => {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { AccessLog } from '../../src/observability/access-log.js';
-import { parseTraceparent, requestContextFrom } from '../../src/server/request-context.js';
+import { EventEmitter } from 'node:events';
+import { parseTraceparent, requestContextFrom, watchCancellation } from '../../src/server/request-context.js';
 
 describe('request context', () => {
   it('takes x-request-id and the W3C trace id', () => {
@@ -61,5 +62,27 @@ describe('access log sampling', () => {
     sampled.log.record({ ...entry, code: 0 });
     await new Promise((resolve) => setImmediate(resolve));
     expect(sampled.lines[0]).toMatchObject({ component: 'access', status: 'OK', request_id: 'r', latency_ms: 1.5 });
+  });
+});
+
+describe('watchCancellation', () => {
+  // grpc-js calls are EventEmitters that emit 'cancelled'; a plain one stands in for the call here.
+  const callWith = (deadline: Date | number) => Object.assign(new EventEmitter(), { getDeadline: () => deadline });
+
+  it('records when the client cancelled the call', () => {
+    const call = callWith(Infinity);
+    const cancelledAt = watchCancellation(call);
+    expect(cancelledAt()).toBeUndefined();
+    const before = performance.timeOrigin + performance.now();
+    call.emit('cancelled');
+    expect(cancelledAt()).toBeGreaterThanOrEqual(before);
+    expect(cancelledAt()).toBeLessThanOrEqual(performance.timeOrigin + performance.now());
+  });
+
+  it('does not count a call ended by its deadline as cancelled by the client', () => {
+    const call = callWith(new Date(Date.now() - 1));
+    const cancelledAt = watchCancellation(call);
+    call.emit('cancelled');
+    expect(cancelledAt()).toBeUndefined();
   });
 });

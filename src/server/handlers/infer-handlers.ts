@@ -26,19 +26,20 @@ import {
 } from '../../generated/grpc_service_pb.js';
 import { toServiceError } from '../../common/serving-error.js';
 import type { InferenceRunner } from '../inference-runner.js';
-import { requestContextFrom, trailersFor } from '../request-context.js';
+import { requestContextFrom, trailersFor, watchCancellation } from '../request-context.js';
 
 export function inferHandlers(runner: InferenceRunner): UntypedServiceImplementation {
   return {
     ModelInfer: (call: ServerUnaryCall<ModelInferRequest, ModelInferResponse>, callback: sendUnaryData<ModelInferResponse>) => {
-      const context = requestContextFrom(call.metadata, call.getDeadline());
+      // Cancellation is Triton's CANCELED failure for a request that had not started (InferenceRunner).
+      const context = { ...requestContextFrom(call.metadata, call.getDeadline()), cancelledAtMs: watchCancellation(call) };
       runner.infer(call.request, context).then(
         (response) => callback(null, response, trailersFor(context)),
         (err: unknown) => callback({ ...toServiceError(err), metadata: trailersFor(context) }),
       );
     },
     ModelStreamInfer: (stream: ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>) => {
-      const context = requestContextFrom(stream.metadata, stream.getDeadline());
+      const context = { ...requestContextFrom(stream.metadata, stream.getDeadline()), cancelledAtMs: watchCancellation(stream) };
       let pending = 0;
       let ended = false;
       let closed = false;

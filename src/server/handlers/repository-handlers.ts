@@ -16,6 +16,7 @@ import {
 } from '../../generated/grpc_service_pb.js';
 import type { ModelManager } from '../../repository/model-manager.js';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
+import { echo, echoField } from '../../common/echo.js';
 import { unary } from '../unary.js';
 
 export function repositoryHandlers(models: ModelManager): UntypedServiceImplementation {
@@ -43,12 +44,12 @@ export function repositoryHandlers(models: ModelManager): UntypedServiceImplemen
     }),
     ModelStatistics: unary((request: ModelStatisticsRequest) => {
       if (request.name !== '' && !models.isKnown(request.name)) {
-        throw notFound(`model '${request.name}' is not found`);
+        throw notFound(`model ${echo(request.name)} is not found`);
       }
       let versions = models.versions(request.name || undefined);
       if (request.version !== '') {
         versions = versions.filter((v) => v.versionLabel === request.version);
-        if (versions.length === 0) throw notFound(`model '${request.name}' version ${request.version} is not found`);
+        if (versions.length === 0) throw notFound(`model ${echo(request.name)} version ${echoField(request.version)} is not found`);
       }
       return create(ModelStatisticsResponseSchema, {
         modelStats: versions.map((v) => v.statistics.toProto(v.modelName, v.versionLabel)),
@@ -65,6 +66,6 @@ function requireModelName(name: string): void {
 function refuseParameters(rpc: string, parameters: Record<string, ModelRepositoryParameter>): void {
   const keys = Object.keys(parameters);
   if (keys.length > 0) {
-    throw invalidArgument(`${rpc}: parameter${keys.length > 1 ? 's' : ''} ${keys.map((k) => `'${k}'`).join(', ')} not supported; expected none`);
+    throw invalidArgument(`${rpc}: parameter${keys.length > 1 ? 's' : ''} ${keys.map((k) => echo(k)).join(', ')} not supported; expected none`);
   }
 }

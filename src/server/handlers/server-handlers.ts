@@ -26,8 +26,8 @@ export interface ServerIdentity {
   readonly isReady: () => boolean;
 }
 
-/** KServe / Triton protocol extensions this server implements. */
-export const SERVER_EXTENSIONS = ['model_repository', 'model_configuration', 'statistics', 'parameters'];
+/** KServe / Triton protocol extensions this server implements (binary_tensor_data: over HTTP). */
+export const SERVER_EXTENSIONS = ['model_repository', 'model_configuration', 'statistics', 'parameters', 'binary_tensor_data'];
 
 export function serverHandlers(models: ModelManager, server: ServerIdentity): UntypedServiceImplementation {
   return {

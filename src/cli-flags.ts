@@ -1,0 +1,112 @@
+/**
+ * The command line's value parsers, one message format each:
+ * `--flag: expected <what>, got '<value>'`. A UsageError exits 2 with the usage.
+ *
+ * Boolean flags take every form Triton's and hotpath's users write: the bare
+ * `--flag`, `--flag=true|false` and `--flag true|false`. node:util's parseArgs
+ * cannot give a boolean option a value, so `withBooleanValues` rewrites each
+ * boolean flag to `--flag=VALUE` first, and parseArgs sees a string option.
+ */
+import { parseByteSize, TenantConfigError } from './tenancy/tenant-config.js';
+
+export class UsageError extends Error {}
+
+/** Triton's spellings of a boolean value. */
+const TRUE_WORDS = new Set(['true', '1', 'on']);
+const FALSE_WORDS = new Set(['false', '0', 'off']);
+
+/**
+ * `argv` with every boolean flag in `booleans` (names without `--`) written
+ * `--name=VALUE`: bare → true; a following `true`/`false` token is taken as
+ * the value (serve takes no positional arguments, so it can be nothing else;
+ * the words are Triton's: true|false|1|0|on|off).
+ * Values are checked later, by `booleanFlag`. Stops at `--`.
+ */
+export function withBooleanValues(argv: readonly string[], booleans: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i += 1) {
+    const token = argv[i]!;
+    if (token === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const name = token.startsWith('--') && !token.includes('=') ? token.slice(2) : undefined;
+    if (name === undefined || !booleans.has(name)) {
+      out.push(token);
+      continue;
+    }
+    const next = argv[i + 1]?.toLowerCase();
+    // `--flag false` is Triton's form as much as `--flag=false`.
+    if (next !== undefined && (TRUE_WORDS.has(next) || FALSE_WORDS.has(next))) {
+      out.push(`${token}=${argv[i + 1]}`);
+      i += 1;
+    } else {
+      out.push(`${token}=true`);
+    }
+  }
+  return out;
+}
+
+/** A boolean flag's value (as written by withBooleanValues); `fallback` when absent. */
+export function booleanFlag(flag: string, raw: string | undefined, fallback: boolean): boolean;
+export function booleanFlag(flag: string, raw: string | undefined, fallback: undefined): boolean | undefined;
+export function booleanFlag(flag: string, raw: string | undefined, fallback: boolean | undefined): boolean | undefined {
+  if (raw === undefined) return fallback;
+  const word = raw.toLowerCase();
+  if (TRUE_WORDS.has(word)) return true;
+  if (FALSE_WORDS.has(word)) return false;
+  throw new UsageError(`${flag}: expected true or false (also 1|0|on|off, or the bare ${flag} for true), got '${raw}'`);
+}
+
+export function integerFlag(flag: string, raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(value) || value < min || value > max) {
+    throw new UsageError(`${flag}: expected an integer in ${min}..${max}, got '${raw}'`);
+  }
+  return value;
+}
+
+export function numberFlag(flag: string, raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max) {
+    throw new UsageError(`${flag}: expected a number in ${min}..${max}, got '${raw}'`);
+  }
+  return value;
+}
+
+/** A byte size (`4096`, `512MiB`, `512Mi`, `2GiB`, `100MB`) of at most `max` bytes. */
+export function byteSizeFlag(flag: string, raw: string, max = Number.MAX_SAFE_INTEGER): number {
+  let bytes: number;
+  try {
+    bytes = parseByteSize(raw, flag);
+  } catch (err) {
+    if (err instanceof TenantConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  if (bytes > max) throw new UsageError(`${flag}: expected a size of at most ${max} bytes, got '${raw}' (${bytes} bytes)`);
+  return bytes;
+}
+
+/** One of `choices`, compared case-insensitively; answers the choice as written in `choices`. */
+export function choiceFlag<T extends string>(flag: string, raw: string, choices: readonly T[]): T {
+  const found = choices.find((choice) => choice.toLowerCase() === raw.toLowerCase());
+  if (found === undefined) throw new UsageError(`${flag}: expected one of ${choices.join('|')}, got '${raw}'`);
+  return found;
+}
+
+/**
+ * The value of a flag that has a second name (Triton's spelling): either one,
+ * or an error when both are given with different values.
+ */
+export function aliasedFlag(
+  values: Readonly<Record<string, unknown>>,
+  name: string,
+  alias: string,
+): string | undefined {
+  const primary = values[name] as string | undefined;
+  const other = values[alias] as string | undefined;
+  if (primary !== undefined && other !== undefined && primary !== other) {
+    throw new UsageError(`--${name} and --${alias} are the same flag; expected one value, got '${primary}' and '${other}'`);
+  }
+  return primary ?? other;
+}

@@ -1,0 +1,89 @@
+/**
+ * POST /v2/models/{m}[/versions/{v}]/infer: the body becomes a
+ * ModelInferRequest (tensor-codec.ts), which runs through the same
+ * InferenceRunner.infer as gRPC's ModelInfer (same validation, batching,
+ * statistics, metrics, access log and errors), and the ModelInferResponse
+ * becomes JSON, followed by binary outputs when asked for.
+ *
+ * The request id is the caller's `x-request-id` header (or a generated one)
+ * and is returned in the `x-request-id` response header, success or not; a
+ * W3C `traceparent` header sets the logged trace id. A client that closes
+ * the connection before the answer has cancelled the request (Triton's
+ * CANCELED, when it had not started yet). HTTP carries no deadline.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Metadata } from '@grpc/grpc-js';
+import { invalidArgument } from '../../common/serving-error.js';
+import type { InferenceRunner } from '../inference-runner.js';
+import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
+import { readBody } from './body-reader.js';
+import { sendBody, sendError, type Exchange } from './http-reply.js';
+import { show } from './json-body.js';
+import { decodeInferRequest, encodeInferResponse } from './tensor-codec.js';
+
+/** The binary tensor data extension's header: the JSON part's length in a body with binary data after it. */
+export const INFERENCE_HEADER_CONTENT_LENGTH = 'inference-header-content-length';
+
+/** The access log's method for HTTP inferences. */
+const METHOD = 'HTTP ModelInfer';
+
+export class InferEndpoint {
+  constructor(
+    private readonly runner: InferenceRunner,
+    private readonly maxBodyBytes: number,
+  ) {}
+
+  async infer({ request, response }: Exchange, modelName: string, modelVersion: string): Promise<void> {
+    const context = httpRequestContext(request, response);
+    response.setHeader(REQUEST_ID_HEADER, context.requestId);
+    try {
+      const body = await readBody(request, this.maxBodyBytes);
+      const decoded = decodeInferRequest(modelName, modelVersion, body, inferenceHeaderLength(request));
+      const answer = await this.runner.infer(decoded.request, context, METHOD);
+      const { json, binary } = encodeInferResponse(answer, decoded.outputs);
+      // As Triton: the header and octet-stream only when binary bytes follow the JSON.
+      if (binary.some((part) => part.byteLength > 0)) {
+        sendBody(response, 200, 'application/octet-stream', [json, ...binary], {
+          [INFERENCE_HEADER_CONTENT_LENGTH]: String(json.byteLength),
+        });
+      } else {
+        sendBody(response, 200, 'application/json', [json]);
+      }
+    } catch (err) {
+      sendError(response, err);
+    }
+  }
+}
+
+/** Inference-Header-Content-Length as a number; undefined when absent (the whole body is JSON). */
+function inferenceHeaderLength(request: IncomingMessage): number | undefined {
+  const header = request.headers[INFERENCE_HEADER_CONTENT_LENGTH];
+  if (header === undefined) return undefined;
+  const text = (Array.isArray(header) ? header.join(',') : header).trim();
+  if (!/^\d{1,15}$/.test(text)) {
+    throw invalidArgument(`Inference-Header-Content-Length must be a byte count (a non-negative integer); got ${show(text)}`);
+  }
+  const length = Number(text);
+  if (length === 0) {
+    throw invalidArgument(
+      'Inference-Header-Content-Length 0 (a raw binary request with no JSON header) is not supported; ' +
+        'send the JSON inference header, then the binary data',
+    );
+  }
+  return length;
+}
+
+/** The request's context from its headers, validated as gRPC metadata is, with cancellation by disconnect. */
+function httpRequestContext(request: IncomingMessage, response: ServerResponse): RequestContext {
+  const metadata = new Metadata();
+  for (const key of [REQUEST_ID_HEADER, TRACEPARENT_HEADER]) {
+    const value = request.headers[key];
+    // Metadata takes printable ASCII only; anything else counts as not sent.
+    if (typeof value === 'string' && /^[\x20-\x7e]*$/.test(value)) metadata.set(key, value);
+  }
+  let cancelledAtMs: number | undefined;
+  response.once('close', () => {
+    if (!response.writableFinished) cancelledAtMs = performance.timeOrigin + performance.now();
+  });
+  return { ...requestContextFrom(metadata), cancelledAtMs: () => cancelledAtMs };
+}

@@ -1,0 +1,139 @@
+/**
+ * The HTTP server on `--http-port`: the KServe V2 / Triton REST protocol
+ * beside the health endpoints, on the same request path as gRPC.
+ *
+ *   GET  /v2/health/live, /v2/health/ready, /healthz      health (health-endpoints.ts)
+ *   GET  /v2                                              server metadata
+ *   GET  /v2/models/stats                                 statistics of every model
+ *   GET  /v2/models/{m}[/versions/{v}]                    model metadata
+ *   GET  /v2/models/{m}[/versions/{v}]/ready|config|stats
+ *   POST /v2/models/{m}[/versions/{v}]/infer              inference (infer-endpoint.ts)
+ *   POST /v2/repository/index
+ *   POST /v2/repository/models/{m}/load|unload
+ *
+ * Paths match as Triton's do (a version is digits; a model name one
+ * percent-decoded path segment; the query string is ignored). An unknown path
+ * is 404, a known path with the wrong method 405 with `Allow`; every failure
+ * body is `{"error": "..."}`.
+ *
+ * Connections are kept alive (every answer has a Content-Length) for longer
+ * than the usual load-balancer idle timeout (60 s), so the balancer, not the
+ * server, closes idle ones. A client that sends `Expect: 100-continue` with a
+ * body above the limit gets its 413 before sending the body.
+ */
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { invalidArgument, notFound } from '../../common/serving-error.js';
+import { echo } from '../../common/echo.js';
+import type { InferenceRunner } from '../inference-runner.js';
+import { declaredLength, tooLarge } from './body-reader.js';
+import { answerHealthz, answerLive, answerReady, type HealthProbes } from './health-endpoints.js';
+import { HttpFramingError, sendError, statusOf, type Exchange } from './http-reply.js';
+import { InferEndpoint } from './infer-endpoint.js';
+import { ProtocolEndpoints } from './rest-handlers.js';
+
+export interface RestServerOptions {
+  readonly health: HealthProbes;
+  readonly runner: InferenceRunner;
+  /** The GRPCInferenceService implementation, whose unary RPCs the REST endpoints run (see rest-handlers.ts). */
+  readonly protocol: UntypedServiceImplementation;
+  /** --max-message-size: the largest request body taken (413 above it). */
+  readonly maxMessageBytes: number;
+  readonly logger: Logger;
+}
+
+/** Longer than common load-balancer idle timeouts (AWS ALB: 60 s), so the server never closes first. */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+type Endpoint = (exchange: Exchange, ...segments: string[]) => Promise<void> | void;
+
+interface Route {
+  readonly path: RegExp;
+  /** Endpoints by HTTP method; captured path segments are passed percent-decoded ('' when absent). */
+  readonly methods: Readonly<Record<string, Endpoint>>;
+}
+
+const MODEL = '/v2/models/([^/]+)(?:/versions/([0-9]+))?';
+
+const SERVED =
+  'GET /v2, /v2/health/live, /v2/health/ready, /healthz, /v2/models/stats, ' +
+  '/v2/models/{model}[/versions/{version}][/ready|/config|/stats]; ' +
+  'POST /v2/models/{model}[/versions/{version}]/infer, /v2/repository/index, /v2/repository/models/{model}/load|unload';
+
+export function createRestHttpServer(options: RestServerOptions): http.Server {
+  const log = options.logger.child({ component: 'http' });
+  const protocol = new ProtocolEndpoints(options.protocol, options.maxMessageBytes);
+  const inference = new InferEndpoint(options.runner, options.maxMessageBytes);
+  const routes = restRoutes(options.health, protocol, inference);
+
+  const handle = (request: IncomingMessage, response: ServerResponse) => {
+    const path = (request.url ?? '/').split('?')[0]!;
+    Promise.resolve()
+      .then(() => dispatch(routes, { request, response }, path))
+      .catch((err: unknown) => {
+        if (statusOf(err) >= 500) log.warn({ method: request.method, path: path.slice(0, 256), err }, 'HTTP request failed');
+        sendError(response, err);
+      });
+  };
+
+  const server = http.createServer(handle);
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // Node's headersTimeout must exceed keepAliveTimeout, or an idle kept-alive socket is cut as a slow request.
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1000;
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    const declared = declaredLength(request);
+    if (declared !== undefined && declared > options.maxMessageBytes) {
+      sendError(response, tooLarge(options.maxMessageBytes, `a body of ${declared} bytes`));
+      return;
+    }
+    response.writeContinue();
+    handle(request, response);
+  });
+  return server;
+}
+
+function restRoutes(health: HealthProbes, protocol: ProtocolEndpoints, inference: InferEndpoint): Route[] {
+  const route = (path: string, methods: Record<string, Endpoint>): Route => ({ path: new RegExp(`^${path}$`), methods });
+  return [
+    route('/v2/health/live', { GET: ({ response }) => answerLive(response, health) }),
+    route('/v2/health/ready', { GET: ({ response }) => answerReady(response, health) }),
+    route('/healthz', { GET: ({ response }) => answerHealthz(response, health) }),
+    route('/v2', { GET: (exchange) => protocol.serverMetadata(exchange) }),
+    // Before the model routes, as in Triton: a model named 'stats' has no metadata route.
+    route('/v2/models/stats', { GET: (exchange) => protocol.modelStatistics(exchange, '', '') }),
+    route(MODEL, { GET: (exchange, name, version) => protocol.modelMetadata(exchange, name!, version!) }),
+    route(`${MODEL}/ready`, { GET: (exchange, name, version) => protocol.modelReady(exchange, name!, version!) }),
+    route(`${MODEL}/config`, { GET: (exchange, name, version) => protocol.modelConfig(exchange, name!, version!) }),
+    route(`${MODEL}/stats`, { GET: (exchange, name, version) => protocol.modelStatistics(exchange, name!, version!) }),
+    route(`${MODEL}/infer`, { POST: (exchange, name, version) => inference.infer(exchange, name!, version!) }),
+    route('/v2/repository/index', { POST: (exchange) => protocol.repositoryIndex(exchange) }),
+    route('/v2/repository/models/([^/]+)/load', { POST: (exchange, name) => protocol.loadModel(exchange, name!) }),
+    route('/v2/repository/models/([^/]+)/unload', { POST: (exchange, name) => protocol.unloadModel(exchange, name!) }),
+  ];
+}
+
+async function dispatch(routes: readonly Route[], exchange: Exchange, path: string): Promise<void> {
+  const method = exchange.request.method ?? 'GET';
+  for (const route of routes) {
+    const match = route.path.exec(path);
+    if (match === null) continue;
+    const endpoint = route.methods[method];
+    if (endpoint === undefined) {
+      const allowed = Object.keys(route.methods);
+      throw new HttpFramingError(405, `method ${method} is not allowed on ${echo(path)}; use ${allowed.join(' or ')}`, {
+        allow: allowed.join(', '),
+      });
+    }
+    return endpoint(exchange, ...match.slice(1).map((segment) => decodeSegment(segment ?? '')));
+  }
+  throw notFound(`no route for ${method} ${echo(path)}; served: ${SERVED}`);
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw invalidArgument(`malformed percent-encoding in path segment ${echo(segment)}`);
+  }
+}
