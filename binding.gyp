@@ -70,6 +70,8 @@
       'defines': [
         'NAPI_VERSION=8',
         'NODE_ADDON_API_DISABLE_DEPRECATED',
+        # See CMakeLists.txt: no std::terminate when a terminating worker calls in.
+        'NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS',
         'HOTPATH_VERSION="<(hotpath_version)"',
         'HOTPATH_BUILD_SYSTEM="gyp"',
       ],
