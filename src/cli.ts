@@ -14,6 +14,7 @@ import { readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import { createRootLogger, type LogFormat } from './observability/logger.js';
@@ -24,12 +25,18 @@ import {
   parseTenantFlag,
   readTenantsFile,
   TenantConfigError,
+  type TenantKey,
+  type TenantLimitsConfig,
   type TenantQuota,
 } from './tenancy/tenant-config.js';
 import { HotpathServer, type PatrolSettings } from './server/hotpath-server.js';
 import type { DeviceLedgerOptions } from './tenancy/server-memory.js';
 import { ALL_MODELS, MODEL_CONTROL_MODES, type ModelControlMode } from './repository/model-control.js';
 import { modelNameProblem } from './repository/model-directory.js';
+import { CONNECTION_LIMIT_DEFAULTS, MAX_TIMER_MS, type ConnectionLimits } from './security/connection-limits.js';
+import { readTlsMaterial, TlsFileError, tlsFlag, type TlsDoor, type TlsFiles } from './security/tls.js';
+import { AccessSettingsError, doorGates } from './security/caller.js';
+import { RestrictedApiSpecError } from './security/restricted-api.js';
 import {
   aliasedFlag,
   booleanFlag,
@@ -54,10 +61,42 @@ options:
   --grpc-port N                KServe V2 / Triton gRPC port (default 8001; 0 = any free port)
   --http-port N                HTTP port (default 8000; 0 = any free port; -1 = off)
   --metrics-port N             Prometheus GET /metrics port (default 8002; 0 = any free port; -1 = off)
+  --metrics-address ADDR       [T] address the metrics port binds (default: --host); 127.0.0.1 keeps
+                               the metrics, which name every model and tenant, off the network
   --allow-grpc BOOL            [T] serve gRPC (default true)
   --allow-http BOOL            [T] serve HTTP (default true)
   --allow-metrics BOOL         [T] serve metrics (default true)
   --max-message-size SIZE      largest request body, gRPC and HTTP alike (default 64MiB, at most 2GiB)
+  --grpc-use-ssl BOOL          [T] TLS on the gRPC port (needs --grpc-server-cert and --grpc-server-key)
+  --grpc-use-ssl-mutual BOOL   [T] mutual TLS on the gRPC port: clients need a certificate signed by
+                               --grpc-root-cert (implies --grpc-use-ssl)
+  --grpc-server-cert FILE      [T] PEM certificate chain of the gRPC port
+  --grpc-server-key FILE       [T] PEM private key of that certificate (unencrypted)
+  --grpc-root-cert FILE        [T] PEM CA certificates that sign client certificates (mutual TLS)
+  --http-use-ssl BOOL          HTTPS on the HTTP port (needs --http-server-cert and --http-server-key)
+  --http-use-ssl-mutual BOOL   mutual TLS on the HTTP port (needs --http-root-cert; implies --http-use-ssl)
+  --http-server-cert FILE      PEM certificate chain of the HTTP port
+  --http-server-key FILE       PEM private key of that certificate (unencrypted)
+  --http-root-cert FILE        PEM CA certificates that sign client certificates (mutual TLS)
+                               SIGHUP reloads every certificate file without dropping connections
+  --grpc-max-concurrent-streams N
+                               calls one gRPC connection may have open at once (default 1000); a
+                               client queues the calls above it
+  --grpc-max-connection-idle MS
+                               GOAWAY to a gRPC connection without calls for MS ms (default 0 = never)
+  --grpc-max-connection-age MS [T] GOAWAY to a gRPC connection MS ms old (default 0 = never)
+  --grpc-max-connection-age-grace MS
+                               [T] then its open calls get MS ms more before it is closed (default 0 =
+                               as long as they need)
+  --grpc-keepalive-time MS     [T] ping a gRPC connection MS ms after the last ping (default 7200000;
+                               0 = never)
+  --grpc-keepalive-timeout MS  [T] close it when the ping is not answered in MS ms (default 20000)
+  --http-idle-timeout MS       close a kept-alive HTTP connection idle for MS ms (default 65000)
+  --http-request-timeout MS    an HTTP request's headers and body must arrive within MS ms (default
+                               300000; 0 = no limit)
+  --http-max-requests-per-socket N
+                               requests one HTTP connection carries before it is closed (default 0 =
+                               no limit)
   --model-control-mode MODE    [T] none|explicit|poll; without it every model loads at start-up and
                                load/unload are allowed (Triton's default is none, which refuses them)
   --load-model NAME            [T] explicit mode: a model to load at start-up (repeatable; '*' = all)
@@ -80,7 +119,20 @@ options:
   --tenant NAME:QUOTA          a tenant and its hard memory quota, e.g. ads:512MiB (repeatable);
                                models pick theirs with the config parameter 'tenant'
   --tenants-file FILE          tenants as JSON: {"tenants": {"NAME": "QUOTA", ...}} or, with a
-                               device quota, {"tenants": {"NAME": {"quota": Q, "device_quota": Q}}}
+                               device quota, {"tenants": {"NAME": {"quota": Q, "device_quota": Q}}};
+                               an entry may also list "keys": ["sha256:<hex>"] and the limits
+                               "rate", "burst", "max_inflight" (README, Security)
+  --require-api-key BOOL       every call but the health probes carries 'authorization: Bearer KEY'
+                               of a tenant in --tenants-file, and sees only that tenant's models
+                               (default false)
+  --admin-tenant NAME          with --require-api-key: the tenant whose keys see every model and may
+                               load and unload (nobody may without it)
+  --grpc-restricted-protocol GROUPS:KEY=VALUE
+                               [T] gRPC calls of GROUPS (comma-separated: health, metadata, inference,
+                               shared-memory, model-config, model-repository, statistics, trace,
+                               logging) need the header triton-grpc-protocol-KEY: VALUE (repeatable)
+  --http-restricted-api GROUPS:KEY=VALUE
+                               [T] the same on HTTP, with the header KEY: VALUE (repeatable)
   --device N                   the CUDA device for the device ledger and the native executor (default 0)
   --device-memory-capacity SIZE
                                device ledger capacity, all tenants together (default: the device's memory)
@@ -101,6 +153,8 @@ options:
   --help, -h                   print this and exit
 
 signals: SIGTERM or SIGINT drains and exits 0; a second signal exits at once (code 1).
+         SIGHUP reloads the TLS certificate files (a file that fails its checks is logged and
+         the current certificates stay).
 `;
 
 export interface ServeOptions {
@@ -135,6 +189,26 @@ export interface ServeOptions {
   startupModels: string[];
   repositoryPollSecs: number;
   autoCompleteConfig: boolean;
+  /** `--metrics-address`: where the metrics port binds; undefined: `host`. */
+  metricsAddress: string | undefined;
+  /** Streams per gRPC connection, idle and request timeouts (`--grpc-max-concurrent-streams`...); absent fields take their defaults. */
+  connections: ConnectionLimits;
+  /** `rate`, `burst` and `max_inflight` of the tenants file, per tenant. */
+  tenantLimits: TenantLimitsConfig[];
+  /** `--grpc-use-ssl...`: the gRPC port's TLS files; undefined: plaintext. */
+  grpcTls: TlsFiles | undefined;
+  /** `--http-use-ssl...`: the HTTP port's TLS files; undefined: plaintext. */
+  httpTls: TlsFiles | undefined;
+  /** The tenants file's `keys` (SHA-256 digests), per tenant. */
+  apiKeys: TenantKey[];
+  /** `--require-api-key`: calls carry a tenant's key and see only its models (security/caller.ts). */
+  requireApiKey: boolean;
+  /** `--admin-tenant`: the tenant whose keys see every model and may load and unload. */
+  adminTenant: string | undefined;
+  /** `--grpc-restricted-protocol` values, Triton's `<group>[,<group>...]:<key>=<value>`. */
+  grpcRestrictedProtocol: string[];
+  /** `--http-restricted-api` values. */
+  httpRestrictedApi: string[];
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -154,6 +228,11 @@ const BOOLEAN_FLAGS = new Set([
   'allow-grpc',
   'allow-http',
   'allow-metrics',
+  'grpc-use-ssl',
+  'grpc-use-ssl-mutual',
+  'http-use-ssl',
+  'http-use-ssl-mutual',
+  'require-api-key',
 ]);
 
 export function parseServeOptions(argv: string[]): ServeOptions {
@@ -167,10 +246,14 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'grpc-port': { type: 'string', default: '8001' },
       'http-port': { type: 'string', default: '8000' },
       'metrics-port': { type: 'string', default: '8002' },
+      'metrics-address': { type: 'string' },
+      ...connectionFlagOptions(),
       'allow-grpc': { type: 'string' },
       'allow-http': { type: 'string' },
       'allow-metrics': { type: 'string' },
       'max-message-size': { type: 'string', default: DEFAULT_MAX_MESSAGE_SIZE },
+      ...tlsFlagOptions('grpc'),
+      ...tlsFlagOptions('http'),
       'model-control-mode': { type: 'string' },
       'load-model': { type: 'string', multiple: true, default: [] },
       'repository-poll-secs': { type: 'string', default: '15' },
@@ -189,6 +272,10 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'memory-capacity': { type: 'string' },
       tenant: { type: 'string', multiple: true, default: [] },
       'tenants-file': { type: 'string' },
+      'require-api-key': { type: 'string' },
+      'admin-tenant': { type: 'string' },
+      'grpc-restricted-protocol': { type: 'string', multiple: true, default: [] },
+      'http-restricted-api': { type: 'string', multiple: true, default: [] },
       device: { type: 'string', default: '0' },
       'device-memory-capacity': { type: 'string' },
       'tenant-device': { type: 'string', multiple: true, default: [] },
@@ -214,7 +301,11 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     grpcPort: integerFlag('--grpc-port', values['grpc-port'] as string, 0, 65535),
     httpPort: integerFlag('--http-port', values['http-port'] as string, -1, 65535),
     metricsPort: integerFlag('--metrics-port', values['metrics-port'] as string, -1, 65535),
+    metricsAddress: addressFlag('--metrics-address', values['metrics-address'] as string | undefined),
+    connections: connectionOptions(values),
     ...frontDoorOptions(values),
+    grpcTls: tlsOptions('grpc', values),
+    httpTls: tlsOptions('http', values),
     ...modelControlOptions(values),
     autoCompleteConfig: autoCompleteOption(values),
     intraOpThreads: integerFlag('--intra-op-threads', values['intra-op-threads'] as string, 1, 1024),
@@ -226,13 +317,48 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     logLevel: level,
     logFormat: choiceFlag('--log-format', values['log-format'] as string, LOG_FORMATS) === 'json' ? 'json' : 'pretty',
     faultInjection,
-    ...memoryOptions(values, faultInjection),
+    ...withAccess(values, memoryOptions(values, faultInjection)),
     deviceProbeIntervalMs: Math.round(numberFlag('--device-probe-interval', values['device-probe-interval'] as string, 0.01, 3600) * 1000),
     patrol: patrolOptions(values),
   };
 }
 
 type FlagValues = Readonly<Record<string, unknown>>;
+
+/** The connection-limit flags: each one field of ConnectionLimits, an integer in min..max (security/connection-limits.ts). */
+const CONNECTION_FLAGS: readonly { flag: string; field: keyof ConnectionLimits; min: number }[] = [
+  { flag: 'grpc-max-concurrent-streams', field: 'grpcMaxConcurrentStreams', min: 1 },
+  { flag: 'grpc-max-connection-idle', field: 'grpcMaxConnectionIdleMs', min: 0 },
+  { flag: 'grpc-max-connection-age', field: 'grpcMaxConnectionAgeMs', min: 0 },
+  { flag: 'grpc-max-connection-age-grace', field: 'grpcMaxConnectionAgeGraceMs', min: 0 },
+  { flag: 'grpc-keepalive-time', field: 'grpcKeepaliveTimeMs', min: 0 },
+  { flag: 'grpc-keepalive-timeout', field: 'grpcKeepaliveTimeoutMs', min: 1 },
+  { flag: 'http-idle-timeout', field: 'httpIdleTimeoutMs', min: 1 },
+  { flag: 'http-request-timeout', field: 'httpRequestTimeoutMs', min: 0 },
+  { flag: 'http-max-requests-per-socket', field: 'httpMaxRequestsPerSocket', min: 0 },
+];
+
+function connectionFlagOptions(): Record<string, { type: 'string'; default: string }> {
+  return Object.fromEntries(
+    CONNECTION_FLAGS.map(({ flag, field }) => [flag, { type: 'string', default: String(CONNECTION_LIMIT_DEFAULTS[field]) }]),
+  );
+}
+
+function connectionOptions(values: FlagValues): Required<ConnectionLimits> {
+  const limits: Record<string, number> = {};
+  // Node's and grpc-js's timers and HTTP/2's settings all take up to 2^31 - 1.
+  for (const { flag, field, min } of CONNECTION_FLAGS) limits[field] = integerFlag(`--${flag}`, values[flag] as string, min, MAX_TIMER_MS);
+  return limits as Required<ConnectionLimits>;
+}
+
+/** An address to bind: an IP address or a host name (no port, no brackets); undefined when absent. */
+function addressFlag(flag: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (isIP(raw) === 0 && !/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(raw)) {
+    throw new UsageError(`${flag}: expected an IP address or a host name to bind, such as 127.0.0.1 or ::1, got '${raw}'`);
+  }
+  return raw;
+}
 
 function frontDoorOptions(values: FlagValues): Pick<ServeOptions, 'allowGrpc' | 'allowHttp' | 'allowMetrics' | 'maxMessageBytes'> {
   const allowGrpc = booleanFlag('--allow-grpc', values['allow-grpc'] as string | undefined, true);
@@ -246,6 +372,54 @@ function frontDoorOptions(values: FlagValues): Pick<ServeOptions, 'allowGrpc' | 
     allowMetrics: booleanFlag('--allow-metrics', values['allow-metrics'] as string | undefined, true),
     maxMessageBytes: byteSizeFlag('--max-message-size', values['max-message-size'] as string, MAX_MESSAGE_BYTES_LIMIT),
   };
+}
+
+function tlsFlagOptions(door: TlsDoor): Record<string, { type: 'string' }> {
+  const names = ['use-ssl', 'use-ssl-mutual', 'server-cert', 'server-key', 'root-cert'];
+  return Object.fromEntries(names.map((name) => [`${door}-${name}`, { type: 'string' }]));
+}
+
+/**
+ * A door's TLS flags, as Triton reads them (`--grpc-use-ssl-mutual` implies
+ * `--grpc-use-ssl`), and its files read and checked now, so a missing or
+ * unusable file stops start-up (exit 2) with a message naming it.
+ */
+function tlsOptions(door: TlsDoor, values: FlagValues): TlsFiles | undefined {
+  const raw = (name: string) => values[`${door}-${name}`] as string | undefined;
+  const useSsl = booleanFlag(tlsFlag(door, 'use-ssl'), raw('use-ssl'), undefined);
+  const mutual = booleanFlag(tlsFlag(door, 'use-ssl-mutual'), raw('use-ssl-mutual'), undefined);
+  const [certFile, keyFile, rootCertFile] = [raw('server-cert'), raw('server-key'), raw('root-cert')];
+  if (!useSsl && !mutual) {
+    const file = (['server-cert', 'server-key', 'root-cert'] as const).find((name) => raw(name) !== undefined);
+    // Triton ignores the files without --grpc-use-ssl; serving plaintext by mistake is worse than a refusal.
+    if (file !== undefined && useSsl === undefined && mutual === undefined) {
+      throw new UsageError(
+        `${tlsFlag(door, file)}: given without ${tlsFlag(door, 'use-ssl')}; expected ${tlsFlag(door, 'use-ssl')} ` +
+          `(or ${tlsFlag(door, 'use-ssl-mutual')}) with it, or ${tlsFlag(door, 'use-ssl')}=false to serve plaintext on purpose`,
+      );
+    }
+    return undefined;
+  }
+  const enabledBy = mutual ? tlsFlag(door, 'use-ssl-mutual') : tlsFlag(door, 'use-ssl');
+  for (const [name, given] of [['server-cert', certFile], ['server-key', keyFile]] as const) {
+    if (given === undefined) throw new UsageError(`${enabledBy}: expected ${tlsFlag(door, name)} FILE with it, got none`);
+  }
+  if (mutual && rootCertFile === undefined) {
+    throw new UsageError(`${enabledBy}: expected ${tlsFlag(door, 'root-cert')} FILE with it (the CA certificates that sign client certificates), got none`);
+  }
+  const files: TlsFiles = {
+    certFile: path.resolve(certFile!),
+    keyFile: path.resolve(keyFile!),
+    rootCertFile: rootCertFile === undefined ? undefined : path.resolve(rootCertFile),
+    mutual: mutual ?? false,
+  };
+  try {
+    readTlsMaterial(door, files);
+  } catch (err) {
+    if (err instanceof TlsFileError) throw new UsageError(err.message);
+    throw err;
+  }
+  return files;
 }
 
 function modelControlOptions(values: FlagValues): Pick<ServeOptions, 'modelControlMode' | 'startupModels' | 'repositoryPollSecs'> {
@@ -306,14 +480,14 @@ function patrolOptions(values: FlagValues): PatrolSettings | undefined {
 function memoryOptions(
   values: FlagValues,
   faultInjection: boolean,
-): Pick<ServeOptions, 'memoryCapacityBytes' | 'tenants' | 'device'> {
+): Pick<ServeOptions, 'memoryCapacityBytes' | 'tenants' | 'device' | 'tenantLimits' | 'apiKeys'> {
   try {
     const capacity = values['memory-capacity'] as string | undefined;
     const memoryCapacityBytes = capacity === undefined
       ? Math.floor(os.totalmem() / 2)
       : parseByteSize(capacity, '--memory-capacity');
     const file = values['tenants-file'] as string | undefined;
-    const fromFile = file ? readTenantsFile(file) : { host: [], device: [] };
+    const fromFile = file ? readTenantsFile(file) : { host: [], device: [], keys: [], limits: [] };
     const tenants = mergeTenants(fromFile.host, (values.tenant as string[]).map((spec) => parseTenantFlag(spec)));
     const tooBig = tenants.find((t) => t.quotaBytes > memoryCapacityBytes);
     if (tooBig !== undefined) {
@@ -341,6 +515,8 @@ function memoryOptions(
     return {
       memoryCapacityBytes,
       tenants,
+      tenantLimits: fromFile.limits,
+      apiKeys: fromFile.keys,
       device: {
         ordinal: integerFlag('--device', values.device as string, 0, 1024),
         capacityBytes: deviceCapacity === undefined ? undefined : parseByteSize(deviceCapacity, '--device-memory-capacity'),
@@ -352,6 +528,33 @@ function memoryOptions(
     if (err instanceof TenantConfigError) throw new UsageError(err.message);
     throw err;
   }
+}
+
+/**
+ * The memory options and the access flags, which need the tenants file's
+ * keys: --require-api-key, --admin-tenant and the restricted groups, checked
+ * together now (doorGates) so a bad combination exits 2 naming the flag.
+ * A restriction's message names its group or header key, never its value.
+ */
+function withAccess<T extends Pick<ServeOptions, 'apiKeys'>>(
+  values: FlagValues,
+  memory: T,
+): T & Pick<ServeOptions, 'requireApiKey' | 'adminTenant' | 'grpcRestrictedProtocol' | 'httpRestrictedApi'> {
+  const adminTenant = values['admin-tenant'] as string | undefined;
+  if (adminTenant === '') throw new UsageError("--admin-tenant: expected a tenant name, got ''");
+  const access = {
+    requireApiKey: booleanFlag('--require-api-key', values['require-api-key'] as string | undefined, false),
+    adminTenant,
+    grpcRestrictedProtocol: values['grpc-restricted-protocol'] as string[],
+    httpRestrictedApi: values['http-restricted-api'] as string[],
+  };
+  try {
+    doorGates({ ...access, apiKeys: memory.apiKeys });
+  } catch (err) {
+    if (err instanceof AccessSettingsError || err instanceof RestrictedApiSpecError) throw new UsageError(err.message);
+    throw err;
+  }
+  return { ...memory, ...access };
 }
 
 function packageVersion(): string {
@@ -394,6 +597,16 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Certificate rotation; with the handler, SIGHUP no longer ends the process (Node's default).
+  process.on('SIGHUP', () => {
+    logger.info({ signal: 'SIGHUP' }, 'reloading certificates');
+    try {
+      server.reloadCertificates();
+    } catch (err) {
+      // A signal must never take the server down: the current certificates stay.
+      logger.error({ error: err instanceof Error ? err.message : String(err) }, 'certificate reload failed');
+    }
+  });
   const ports = await server.listen();
   await server.loadModels();
   // One machine-readable line for harnesses that start the server on port 0.

@@ -17,6 +17,7 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
 } from '@grpc/grpc-js';
+import { checkServerIdentity as standardServerIdentityCheck, type PeerCertificate } from 'node:tls';
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import {
   ModelConfigRequestSchema,
@@ -43,10 +44,21 @@ import type { InferInput } from './tensors.js';
 /** Certificates for TLS, as tritonclient's `root_certificates`, `private_key`, `certificate_chain`. */
 export interface TlsOptions {
   /** PEM roots to trust; default: the system's. */
-  readonly rootCertificates?: Buffer;
-  /** Client key and certificate chain, for mutual TLS. */
-  readonly privateKey?: Buffer;
-  readonly certificateChain?: Buffer;
+  readonly rootCertificates?: Buffer | string;
+  /** Client key and certificate chain (PEM), for mutual TLS. */
+  readonly privateKey?: Buffer | string;
+  readonly certificateChain?: Buffer | string;
+  /**
+   * The name the server's certificate must carry (and the SNI sent), when it
+   * is not the URL's host: e.g. connecting to an IP address or through a tunnel.
+   */
+  readonly serverName?: string;
+  /**
+   * A further check of the server's certificate on each new connection, after
+   * the usual chain and hostname checks passed (e.g. pinning a fingerprint);
+   * return an Error to refuse the connection.
+   */
+  readonly checkServerIdentity?: (hostname: string, certificate: PeerCertificate) => Error | undefined;
 }
 
 export interface ClientOptions {
@@ -65,8 +77,14 @@ export interface ClientOptions {
   readonly maxSendMessageBytes?: number;
   /** Further grpc-js channel options (keepalive, load balancing, ...). */
   readonly channelOptions?: ChannelOptions;
-  /** Headers sent with every call, e.g. `{authorization: 'Bearer ...'}` (keys lower-case). */
+  /** Headers sent with every call, e.g. `{'x-request-id': 'abc'}` (keys lower-case). */
   readonly metadata?: Readonly<Record<string, string>>;
+  /**
+   * A tenant's API key (a server with --require-api-key), sent with every
+   * call as `authorization: Bearer <apiKey>`. Use it over TLS: the key is a
+   * bearer secret. A per-call `authorization` header overrides it.
+   */
+  readonly apiKey?: string;
 }
 
 /** Per-call options, on every method. */
@@ -140,12 +158,14 @@ export class HotpathClient {
 
   constructor(url: string, options: ClientOptions = {}) {
     const { target, tls } = parseUrl(url);
+    const serverName = typeof options.tls === 'object' ? options.tls.serverName : undefined;
     this.channel = new Client(target, channelCredentials(options, tls), {
       'grpc.max_receive_message_length': options.maxReceiveMessageBytes ?? TRITONCLIENT_MAX_RECEIVE,
       'grpc.max_send_message_length': options.maxSendMessageBytes ?? -1,
+      ...(serverName === undefined ? {} : { 'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName }),
       ...options.channelOptions,
     });
-    this.defaultMetadata = options.metadata ?? {};
+    this.defaultMetadata = { ...options.metadata, ...bearerHeader(options.apiKey) };
     this.defaultTimeoutMs = options.timeoutMs;
   }
 
@@ -311,8 +331,17 @@ function channelCredentials(options: ClientOptions, tlsFromUrl: boolean): Channe
   if (options.credentials !== undefined) return options.credentials;
   const tls = options.tls ?? tlsFromUrl;
   if (tls === false) return grpcCredentials.createInsecure();
-  const certs = tls === true ? {} : tls;
-  return grpcCredentials.createSsl(certs.rootCertificates ?? null, certs.privateKey ?? null, certs.certificateChain ?? null);
+  const certs: TlsOptions = tls === true ? {} : tls;
+  const pem = (value: Buffer | string | undefined) => (value === undefined ? null : Buffer.from(value));
+  const extraCheck = certs.checkServerIdentity;
+  // grpc-js hands this to Node in place of its hostname check, so the standard check runs first.
+  const verify = extraCheck === undefined
+    ? {}
+    : {
+        checkServerIdentity: (hostname: string, certificate: PeerCertificate) =>
+          standardServerIdentityCheck(hostname, certificate) ?? extraCheck(hostname, certificate),
+      };
+  return grpcCredentials.createSsl(pem(certs.rootCertificates), pem(certs.privateKey), pem(certs.certificateChain), verify);
 }
 
 function versionLabel(version: string | number | undefined): string {
@@ -332,4 +361,14 @@ function repositoryParameters(
     else wire[key] = { parameterChoice: { case: 'int64Param', value: BigInt(value) } };
   }
   return wire;
+}
+
+/** `{authorization: 'Bearer <key>'}` for an API key; the key itself is never part of an error message. */
+function bearerHeader(apiKey: string | undefined): Record<string, string> {
+  if (apiKey === undefined) return {};
+  if (typeof apiKey !== 'string' || !/^[\x21-\x7e]+$/.test(apiKey)) {
+    const what = typeof apiKey !== 'string' ? typeof apiKey : `a string of ${apiKey.length} characters with spaces or non-ASCII characters`;
+    throw new TypeError(`apiKey: expected printable ASCII without spaces (the key the server's tenants file hashes), got ${what}`);
+  }
+  return { authorization: `Bearer ${apiKey}` };
 }

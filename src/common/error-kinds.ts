@@ -8,7 +8,8 @@
  * maps the kind to its own status here. No other module picks a status.
  *
  * The HTTP status follows from the gRPC status alone, by Google's canonical
- * mapping (google.rpc.Code), so a failure reads the same on both doors:
+ * mapping (google.rpc.Code), so a failure reads the same on both doors (one
+ * exception, 'restricted', answered 403 on HTTP as Triton does):
  * INVALID_ARGUMENT and FAILED_PRECONDITION 400, UNAUTHENTICATED 401,
  * PERMISSION_DENIED 403, NOT_FOUND 404, RESOURCE_EXHAUSTED 429, CANCELLED 499,
  * INTERNAL 500, UNIMPLEMENTED 501, UNAVAILABLE 503, DEADLINE_EXCEEDED 504. A
@@ -20,7 +21,8 @@
  * Failure reasons are Triton's (docs/user_guide/metrics.md, "Failure Count
  * Categories"): REJECTED for requests the scheduler refused or dropped before
  * execution (queue full, queue timeout, a caller's deadline passing in the
- * queue, a batcher shut down, a tenant's quota refusing the batch memory);
+ * queue, a batcher shut down, a tenant's quota refusing the batch memory, a
+ * tenant's request rate or in-flight limit);
  * CANCELED for requests the client cancelled before they ran; BACKEND for
  * failures of the execution itself; OTHER for the rest (malformed requests,
  * a model that is not ready). Triton counts a request dropped for its timeout
@@ -50,6 +52,18 @@ export type ErrorKind =
   | 'cancelled'
   /** A tenant's memory quota, or the server's memory, has no room. */
   | 'over_quota'
+  /** A tenant's request rate or in-flight cap (tenants file) refused the request before it ran. */
+  | 'rate_limited'
+  /** The call carries no API key, or one the server does not know (--require-api-key). */
+  | 'unauthenticated'
+  /** The caller's key is valid but does not allow the operation (e.g. load without the admin key). */
+  | 'permission_denied'
+  /**
+   * The call's protocol group is restricted (--grpc-restricted-protocol,
+   * --http-restricted-api) and the call lacks the header's value. Answered
+   * as Triton answers it: UNAVAILABLE on gRPC, 403 on HTTP.
+   */
+  | 'restricted'
   /** The operation is valid but the state forbids it (e.g. golden checks failed). */
   | 'precondition'
   /** An RPC or feature hotpath does not implement. */
@@ -65,6 +79,8 @@ export type KindFailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
 interface KindAnswer {
   readonly grpc: status;
   readonly failure: KindFailureReason;
+  /** Only where Triton's HTTP server answers otherwise than the gRPC status maps to. */
+  readonly http?: number;
 }
 
 const ANSWERS: Readonly<Record<ErrorKind, KindAnswer>> = {
@@ -77,6 +93,11 @@ const ANSWERS: Readonly<Record<ErrorKind, KindAnswer>> = {
   deadline: { grpc: status.DEADLINE_EXCEEDED, failure: 'REJECTED' },
   cancelled: { grpc: status.CANCELLED, failure: 'CANCELED' },
   over_quota: { grpc: status.RESOURCE_EXHAUSTED, failure: 'REJECTED' },
+  rate_limited: { grpc: status.RESOURCE_EXHAUSTED, failure: 'REJECTED' },
+  unauthenticated: { grpc: status.UNAUTHENTICATED, failure: 'OTHER' },
+  permission_denied: { grpc: status.PERMISSION_DENIED, failure: 'OTHER' },
+  // Triton: gRPC UNAVAILABLE, HTTP 403 ("This API is restricted, ..."); the one kind whose HTTP status is its own.
+  restricted: { grpc: status.UNAVAILABLE, failure: 'OTHER', http: 403 },
   precondition: { grpc: status.FAILED_PRECONDITION, failure: 'OTHER' },
   unimplemented: { grpc: status.UNIMPLEMENTED, failure: 'OTHER' },
   worker_crashed: { grpc: status.UNAVAILABLE, failure: 'BACKEND' },
@@ -94,9 +115,12 @@ export function grpcStatusOf(kind: ErrorKind): status {
   return ANSWERS[kind].grpc;
 }
 
-/** The HTTP status a failure of this kind is answered with (KServe V2 REST): its gRPC status's. */
+/**
+ * The HTTP status a failure of this kind is answered with (KServe V2 REST):
+ * its gRPC status's, except 'restricted' (403, as Triton's HTTP server).
+ */
 export function httpStatusOf(kind: ErrorKind): number {
-  return httpStatusOfGrpc(ANSWERS[kind].grpc);
+  return ANSWERS[kind].http ?? httpStatusOfGrpc(ANSWERS[kind].grpc);
 }
 
 /**
@@ -161,6 +185,10 @@ export function kindOfGrpcStatus(code: status): ErrorKind {
       return 'cancelled';
     case status.RESOURCE_EXHAUSTED:
       return 'over_quota';
+    case status.UNAUTHENTICATED:
+      return 'unauthenticated';
+    case status.PERMISSION_DENIED:
+      return 'permission_denied';
     case status.FAILED_PRECONDITION:
       return 'precondition';
     case status.UNIMPLEMENTED:

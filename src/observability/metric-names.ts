@@ -42,6 +42,9 @@ export const METRIC = {
   workerPoolQueue: 'hotpath_worker_pool_queue_size',
   inflightRequests: 'hotpath_inflight_requests',
 
+  // Requests refused by their tenant's rate or in-flight limit (src/security/tenant-limits.ts), by tenant and reason.
+  tenantRejected: 'hotpath_tenant_rejected_total',
+
   // The leak patrol (src/patrol).
   patrolRestarts: 'hotpath_patrol_restarts_total',
   modelDegraded: 'hotpath_model_degraded',

@@ -30,6 +30,7 @@ import {
 } from './metric-names.js';
 import type { StatisticsSnapshot } from '../repository/inference-statistics.js';
 import type { PatrolReason } from '../patrol/patrol-policy.js';
+import { TENANT_LIMIT_REASONS, type TenantLimitReason } from '../security/tenant-limits.js';
 import type { GpuMemoryStats, TenantMemoryStats } from './memory-stats.js';
 import { CpuUtilizationSampler, hostMemory } from './host-stats.js';
 
@@ -61,6 +62,7 @@ export class ServerMetrics {
   private tenantMemory: TenantMemorySource | undefined;
   private readonly patrolRestarts: Counter<string>;
   private readonly deviceFallbacks: Counter<string>;
+  private readonly tenantRejections: Counter<string>;
 
   constructor(private readonly sources: MetricsSources) {
     collectDefaultMetrics({ register: this.registry });
@@ -87,6 +89,14 @@ export class ServerMetrics {
       name: METRIC.deviceFallbacks,
       help: 'Moves of a model from the native executor to onnxruntime on CPU after a device error, by model and reason.',
       labelNames: [LABEL.model, LABEL.reason],
+      registers: [this.registry],
+    });
+
+    // Pushed on each refusal (a rare path); reason is a bounded enum (security/tenant-limits.ts).
+    this.tenantRejections = new Counter({
+      name: METRIC.tenantRejected,
+      help: 'Requests refused by their tenant\'s rate or in-flight limit (tenants file), by tenant and reason.',
+      labelNames: [LABEL.tenant, LABEL.reason],
       registers: [this.registry],
     });
 
@@ -126,6 +136,16 @@ export class ServerMetrics {
   /** The leak patrol restarted a model's worker pool. */
   countPatrolRestart(model: string, reason: PatrolReason): void {
     this.patrolRestarts.inc({ model, reason });
+  }
+
+  /** Starts each limited tenant's refusal series at 0, so a dashboard's rate() has a baseline. */
+  initTenantRejections(tenants: readonly string[]): void {
+    for (const tenant of tenants) for (const reason of TENANT_LIMIT_REASONS) this.tenantRejections.inc({ tenant, reason }, 0);
+  }
+
+  /** A request refused by its tenant's rate or in-flight limit. */
+  countTenantRejection(tenant: string, reason: TenantLimitReason): void {
+    this.tenantRejections.inc({ tenant, reason });
   }
 
   /** Attaches the arena's per-tenant statistics (read at scrape time); once per server. */

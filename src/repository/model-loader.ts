@@ -138,6 +138,8 @@ export class ModelLoader {
       throw notFound(`model ${echo(name)} is not found in repository ${this.options.repository}`);
     }
     let config = await readModelConfig(name, modelDir, this.log);
+    // Known from here, even if the load fails later: who may see the model (TenantFilter).
+    record.tenant = modelTenant(config);
     const available = await availableVersions(modelDir, config);
     const selected = selectVersions(config?.versionPolicy, available).sort((a, b) => a - b);
     if (selected.length === 0) {

@@ -25,10 +25,10 @@ import {
   type ModelControlSettings,
 } from './model-control.js';
 import { RepositoryPoller } from './repository-poller.js';
-import { ModelRegistry, type ModelIndexEntry, type ModelRecord } from './model-registry.js';
+import { ALL_TENANTS, ModelRegistry, type ModelIndexEntry, type ModelRecord, type TenantFilter } from './model-registry.js';
 import type { ModelVersion } from './model-version.js';
 
-export { EVICTED_REASON, type ModelIndexEntry, type ModelState } from './model-registry.js';
+export { ALL_TENANTS, EVICTED_REASON, type ModelIndexEntry, type ModelState, type TenantFilter } from './model-registry.js';
 
 export interface ModelManagerOptions extends ModelLoaderOptions {
   /** Models loaded and warmed at once, so a burst of loads cannot starve serving. */
@@ -142,26 +142,27 @@ export class ModelManager {
 
   /**
    * The version that serves a request: the given one, or the newest ready one
-   * when `version` is empty. Throws NOT_FOUND / UNAVAILABLE / INVALID_ARGUMENT.
+   * when `version` is empty. Throws NOT_FOUND / UNAVAILABLE / INVALID_ARGUMENT;
+   * NOT_FOUND, as for a missing model, for one `visible` hides.
    */
-  resolve(name: string, version: string): ModelVersion {
-    return this.registry.resolve(name, version);
+  resolve(name: string, version: string, visible: TenantFilter = ALL_TENANTS): ModelVersion {
+    return this.registry.resolve(name, version, visible);
   }
 
   /**
    * `resolve` for inference: a model that was evicted to make room is loaded
    * again first (a cold start, logged with its load time); requests arriving
-   * meanwhile wait for the same load.
+   * meanwhile wait for the same load. A model `visible` hides is never reloaded.
    */
-  async resolveForRequest(name: string, version: string): Promise<ModelVersion> {
+  async resolveForRequest(name: string, version: string, visible: TenantFilter = ALL_TENANTS): Promise<ModelVersion> {
     const record = this.registry.get(name);
-    if (record !== undefined && this.registry.isEvicted(name) && !this.closing) {
+    if (record !== undefined && visible(record.tenant) && this.registry.isEvicted(name) && !this.closing) {
       record.reloading ??= this.loadModel(name, true).finally(() => {
         record.reloading = undefined;
       });
       await record.reloading;
     }
-    return this.registry.resolve(name, version);
+    return this.registry.resolve(name, version, visible);
   }
 
   /** Ready versions of a model, newest first (for metadata). */
@@ -170,12 +171,12 @@ export class ModelManager {
   }
 
   /** All loaded versions across models, optionally filtered (for statistics). */
-  versions(name?: string): ModelVersion[] {
-    return this.registry.versions(name);
+  versions(name?: string, visible: TenantFilter = ALL_TENANTS): ModelVersion[] {
+    return this.registry.versions(name, visible);
   }
 
-  isKnown(name: string): boolean {
-    return this.registry.isKnown(name);
+  isKnown(name: string, visible: TenantFilter = ALL_TENANTS): boolean {
+    return this.registry.isKnown(name, visible);
   }
 
   /** True when every start-up model (see loadStartupModels) has a ready version. */
@@ -183,10 +184,10 @@ export class ModelManager {
     return this.registry.allStartupModelsReady();
   }
 
-  /** Every model in the repository directory, loaded or not, with its state. */
-  async index(readyOnly: boolean): Promise<ModelIndexEntry[]> {
+  /** Every model in the repository directory, loaded or not, with its state; only those `visible` lets the caller see. */
+  async index(readyOnly: boolean, visible: TenantFilter = ALL_TENANTS): Promise<ModelIndexEntry[]> {
     const onDisk = await this.scan().catch(() => [] as string[]);
-    return this.registry.index(onDisk, readyOnly);
+    return this.registry.index(onDisk, readyOnly, visible);
   }
 
   /** Unloads everything (shutdown); loads in progress are aborted, queued ones never start. */

@@ -37,7 +37,20 @@ export interface ModelRecord {
   transition: Promise<void>;
   /** The cold-start reload of an evicted model, shared by the requests that wait for it. */
   reloading: Promise<void> | undefined;
+  /** The model's tenant (config parameter `tenant`), once a load has read its config; undefined before. */
+  tenant: string | undefined;
 }
+
+/**
+ * Which tenants' models a caller may see (security/caller.ts `visibleTo`):
+ * a model it may not see is answered exactly as one that does not exist.
+ * A model whose tenant is not known yet (never loaded) passes only a filter
+ * that lets everything through.
+ */
+export type TenantFilter = (tenant: string | undefined) => boolean;
+
+/** Sees every model: the default, and the admin's (or everyone's, without API keys). */
+export const ALL_TENANTS: TenantFilter = () => true;
 
 /** The reason an idle model unloaded to make room for another shows in RepositoryIndex. */
 export const EVICTED_REASON = 'evicted (LRU)';
@@ -69,6 +82,7 @@ export class ModelRegistry {
         reasonVersion: '',
         transition: Promise.resolve(),
         reloading: undefined,
+        tenant: undefined,
       };
       this.models.set(name, record);
     }
@@ -83,8 +97,10 @@ export class ModelRegistry {
     return [...this.models.values()];
   }
 
-  isKnown(name: string): boolean {
-    return this.models.has(name);
+  /** Whether `name` is a model `visible` lets the caller see. */
+  isKnown(name: string, visible: TenantFilter = ALL_TENANTS): boolean {
+    const record = this.models.get(name);
+    return record !== undefined && visible(record.tenant);
   }
 
   /** A model present at start-up: server readiness waits for it. */
@@ -99,12 +115,15 @@ export class ModelRegistry {
 
   /**
    * The version that serves a request: the given one, or the newest ready one
-   * when `version` is empty. Throws not_found / unavailable / invalid.
+   * when `version` is empty. Throws not_found / unavailable / invalid. A
+   * model `visible` hides reads exactly as one that does not exist, and the
+   * models listed as available are the visible ones.
    */
-  resolve(name: string, version: string): ModelVersion {
+  resolve(name: string, version: string, visible: TenantFilter = ALL_TENANTS): ModelVersion {
     const record = this.models.get(name);
-    if (record === undefined) {
-      throw notFound(`model ${echo(name)} is not found; available models: ${[...this.models.keys()].join(', ') || '(none)'}`);
+    if (record === undefined || !visible(record.tenant)) {
+      const available = [...this.models.entries()].filter(([, r]) => visible(r.tenant)).map(([n]) => n);
+      throw notFound(`model ${echo(name)} is not found; available models: ${available.join(', ') || '(none)'}`);
     }
     if (version === '') {
       const ready = [...record.versions.values()].filter((v) => v.state === 'READY');
@@ -162,9 +181,9 @@ export class ModelRegistry {
   }
 
   /** All loaded versions across models, optionally filtered (for statistics). */
-  versions(name?: string): ModelVersion[] {
+  versions(name?: string, visible: TenantFilter = ALL_TENANTS): ModelVersion[] {
     const records = name ? [this.models.get(name)].filter((r) => r !== undefined) : [...this.models.values()];
-    return records.flatMap((record) => [...record.versions.values()]);
+    return records.filter((record) => visible(record.tenant)).flatMap((record) => [...record.versions.values()]);
   }
 
   /** True when every model present at start-up has a ready version. */
@@ -176,9 +195,9 @@ export class ModelRegistry {
     );
   }
 
-  /** The index of `onDisk` (the repository's model directories) and every known model, with states. */
-  index(onDisk: readonly string[], readyOnly: boolean): ModelIndexEntry[] {
-    const names = [...new Set([...onDisk, ...this.models.keys()])].sort();
+  /** The index of `onDisk` (the repository's model directories) and every known model, with states; only `visible` ones. */
+  index(onDisk: readonly string[], readyOnly: boolean, visible: TenantFilter = ALL_TENANTS): ModelIndexEntry[] {
+    const names = [...new Set([...onDisk, ...this.models.keys()])].filter((name) => visible(this.models.get(name)?.tenant)).sort();
     const entries: ModelIndexEntry[] = [];
     for (const name of names) {
       const record = this.models.get(name);

@@ -36,8 +36,14 @@ import { DeviceHealth } from '../executor/device-health.js';
 import type { TenantQuota } from '../tenancy/tenant-config.js';
 import type { ModelControlMode } from '../repository/model-control.js';
 import type { LogFormat } from '../observability/logger.js';
+import { ServerTls, TlsFileError, type CertificateSummary, type TlsDoor, type TlsFiles } from '../security/tls.js';
+import { applyHttpConnectionLimits, grpcConnectionOptions, type ConnectionLimits } from '../security/connection-limits.js';
+import { TenantLimiter, type TenantLimitSpec } from '../security/tenant-limits.js';
+import { doorGates, logAccess, type AccessSettings, type CallGate } from '../security/caller.js';
+import { admitService } from './admission.js';
 
-export interface ServerOptions {
+/** AccessSettings: API keys, the admin tenant and restricted groups (security/caller.ts). */
+export interface ServerOptions extends AccessSettings {
   readonly modelRepository: string;
   readonly host: string;
   readonly grpcPort: number;
@@ -45,6 +51,12 @@ export interface ServerOptions {
   readonly httpPort: number;
   /** -1 disables the metrics endpoint. */
   readonly metricsPort: number;
+  /** The address the metrics port binds (`--metrics-address`); default: `host`. */
+  readonly metricsAddress?: string | undefined;
+  /** Streams per gRPC connection, idle and request timeouts (`--grpc-max-concurrent-streams`...); defaults in security/connection-limits.ts. */
+  readonly connections?: ConnectionLimits | undefined;
+  /** Per-tenant request rate and in-flight caps (tenants file `rate`, `burst`, `max_inflight`). */
+  readonly tenantLimits?: readonly TenantLimitSpec[] | undefined;
   readonly intraOpThreads: number;
   readonly modelLoadConcurrency: number;
   readonly defaultWarmup: boolean;
@@ -83,6 +95,10 @@ export interface ServerOptions {
   /** Complete partial configs from the ONNX model (off: `--disable-auto-complete-config`). */
   readonly autoCompleteConfig: boolean;
   readonly logFormat: LogFormat;
+  /** TLS on the gRPC port (`--grpc-use-ssl...`); undefined: plaintext. */
+  readonly grpcTls?: TlsFiles | undefined;
+  /** TLS on the HTTP port (`--http-use-ssl...`); undefined: plaintext. Metrics stay plaintext. */
+  readonly httpTls?: TlsFiles | undefined;
   readonly serverName: string;
   readonly serverVersion: string;
   readonly logger: Logger;
@@ -112,6 +128,8 @@ export class HotpathServer {
   private readonly runner: InferenceRunner;
   /** The GRPCInferenceService implementation, served over gRPC and behind the REST endpoints. */
   private readonly protocol: UntypedServiceImplementation;
+  /** The HTTP door's admission (the gRPC door's wraps its services in the constructor). */
+  private readonly httpGate: CallGate;
   private readonly grpc: Server;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly httpServers: http.Server[] = [];
@@ -121,14 +139,23 @@ export class HotpathServer {
   private readonly patrol: LeakPatrol | undefined;
   /** A sticky device error marks the device lost for the process (see executor/device-health.ts). */
   readonly deviceHealth = new DeviceHealth();
+  /** Each door's certificates, reloaded by `reloadCertificates` (SIGHUP). */
+  private readonly tls: { readonly grpc: ServerTls | undefined; readonly http: ServerTls | undefined };
 
   constructor(private readonly options: ServerOptions) {
     this.log = options.logger.child({ component: 'server' });
+    // First: a certificate file that cannot be used stops start-up before anything is allocated (TlsFileError).
+    this.tls = {
+      grpc: options.grpcTls === undefined || !options.allowGrpc ? undefined : new ServerTls('grpc', options.grpcTls),
+      http: options.httpTls === undefined || !options.allowHttp ? undefined : new ServerTls('http', options.httpTls),
+    };
     this.grpc = new Server({
       // One request-size limit for both front doors (--max-message-size).
       'grpc.max_receive_message_length': options.maxMessageBytes,
       // Outputs can be large; Triton's clients accept up to about 2 GiB.
       'grpc.max_send_message_length': 256 * 1024 * 1024,
+      // Streams per connection, idle and age limits, keepalive (--grpc-max-concurrent-streams...).
+      ...grpcConnectionOptions(options.connections),
     });
     this.memory = ServerMemory.create({
       capacityBytes: options.memoryCapacityBytes,
@@ -178,6 +205,7 @@ export class HotpathServer {
       logger: options.logger,
       accessLog: new AccessLog(options.logger, options.accessLogSampleRate),
       metrics: this.metrics,
+      limits: this.tenantLimiter(options.tenantLimits ?? []),
     });
     const identity = { name: options.serverName, version: options.serverVersion, isReady: () => this.isReady() };
     // One implementation for both doors: the REST endpoints run these RPCs' operations (see http/rest-handlers.ts).
@@ -187,9 +215,25 @@ export class HotpathServer {
       ...repositoryHandlers(this.models),
       ...unimplementedHandlers(),
     };
-    this.grpc.addService(serviceDefinitionFor(GRPCInferenceService), this.protocol);
-    this.health.addToServer(this.grpc);
+    // Every gRPC call passes its door's gate first (server/admission.ts), grpc.health.v1 too (Triton's 'health' group).
+    const gates = doorGates(options);
+    logAccess(this.log, options, gates);
+    this.httpGate = gates.http;
+    const admission = { gate: gates.grpc, logger: options.logger };
+    const definition = serviceDefinitionFor(GRPCInferenceService);
+    this.grpc.addService(definition, admitService(definition, this.protocol, admission));
+    this.health.addToServer({
+      addService: (service, implementation) =>
+        this.grpc.addService(service, admitService(service, implementation, { ...admission, rpcName: (method) => `Health${method}` })),
+    } as Pick<Server, 'addService'> as Server);
     this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);
+  }
+
+  /** The tenants' admission limits; each refusal is counted in hotpath_tenant_rejected_total. Undefined when no tenant has one. */
+  private tenantLimiter(specs: readonly TenantLimitSpec[]): TenantLimiter | undefined {
+    if (specs.length === 0) return undefined;
+    this.metrics.initTenantRejections(specs.map((spec) => spec.tenant));
+    return new TenantLimiter(specs, { onRejected: (tenant, reason) => this.metrics.countTenantRejection(tenant, reason) });
   }
 
   private createPatrol(settings: PatrolSettings): LeakPatrol {
@@ -224,12 +268,13 @@ export class HotpathServer {
     const grpcPort = !this.options.allowGrpc ? undefined : await new Promise<number>((resolve, reject) => {
       this.grpc.bindAsync(
         `${this.options.host}:${this.options.grpcPort}`,
-        ServerCredentials.createInsecure(),
+        this.tls.grpc?.grpcCredentials() ?? ServerCredentials.createInsecure(),
         (err, port) => (err ? reject(err) : resolve(port)),
       );
     });
-    const httpPort = await this.listenHttp(this.options.allowHttp ? this.options.httpPort : -1, () =>
-      createRestHttpServer({
+    const httpPort = await this.listenHttp(this.options.allowHttp ? this.options.httpPort : -1, () => {
+      const server = createRestHttpServer({
+        tls: this.tls.http?.httpsOptions(),
         health: {
           isLive: () => this.phase !== 'stopped',
           isReady: () => this.isReady(),
@@ -237,17 +282,67 @@ export class HotpathServer {
         },
         runner: this.runner,
         protocol: this.protocol,
+        gate: this.httpGate,
         maxMessageBytes: this.options.maxMessageBytes,
         logger: this.options.logger,
-      }),
-    );
+        connections: this.options.connections,
+      });
+      this.tls.http?.follow(server);
+      return server;
+    });
     const metricsPort = await this.listenHttp(
       this.options.allowMetrics ? this.options.metricsPort : -1,
-      () => createMetricsHttpServer(this.metrics),
+      () => {
+        const server = createMetricsHttpServer(this.metrics);
+        applyHttpConnectionLimits(server, this.options.connections);
+        return server;
+      },
+      this.options.metricsAddress ?? this.options.host,
     );
     const ports = { grpc: grpcPort, http: httpPort, metrics: metricsPort };
-    this.log.info({ grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics }, 'listening');
+    this.log.info(
+      { grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics, grpc_tls: tlsMode(this.tls.grpc), http_tls: tlsMode(this.tls.http) },
+      'listening',
+    );
+    for (const door of [this.tls.grpc, this.tls.http]) if (door !== undefined) this.logCertificate(door.door, door.certificate, 'serving certificate');
     return ports;
+  }
+
+  /**
+   * Reads every door's certificate files again (SIGHUP). New handshakes use
+   * the new certificates; open connections and streams keep theirs. A door
+   * whose files fail a check keeps its current certificates, and the error is
+   * logged naming the file. Returns which doors took new certificates.
+   */
+  reloadCertificates(): { readonly reloaded: TlsDoor[]; readonly failed: TlsDoor[] } {
+    const reloaded: TlsDoor[] = [];
+    const failed: TlsDoor[] = [];
+    for (const door of [this.tls.grpc, this.tls.http]) {
+      if (door === undefined) continue;
+      try {
+        this.logCertificate(door.door, door.reload(), 'certificates reloaded');
+        reloaded.push(door.door);
+      } catch (err) {
+        if (!(err instanceof TlsFileError)) throw err;
+        this.log.error({ door: door.door, error: err.message }, 'certificate reload failed: keeping the current certificates');
+        failed.push(door.door);
+      }
+    }
+    if (reloaded.length === 0 && failed.length === 0) this.log.info('certificate reload: no TLS configured, nothing to reload');
+    return { reloaded, failed };
+  }
+
+  private logCertificate(door: TlsDoor, certificate: CertificateSummary, msg: string): void {
+    const fields = {
+      door,
+      subject: certificate.subject,
+      issuer: certificate.issuer,
+      serial: certificate.serial,
+      not_after: certificate.notAfter,
+      fingerprint256: certificate.fingerprint256,
+    };
+    if (certificate.outsideValidity) this.log.warn({ ...fields, not_before: certificate.notBefore }, `${msg}: outside its validity dates, clients will refuse it`);
+    else this.log.info(fields, msg);
   }
 
   /** Loads, warms and checks the start-up models (see ModelManager.loadStartupModels); ready after (unless draining). */
@@ -326,15 +421,19 @@ export class HotpathServer {
     return callsDone && poolsClosed;
   }
 
-  private async listenHttp(port: number, make: () => http.Server): Promise<number | undefined> {
+  private async listenHttp(port: number, make: () => http.Server, host = this.options.host): Promise<number | undefined> {
     if (port < 0) return undefined;
     const server = make();
-    server.listen(port, this.options.host);
+    server.listen(port, host);
     await once(server, 'listening');
     this.httpServers.push(server);
     const address = server.address();
     return typeof address === 'object' && address !== null ? address.port : undefined;
   }
+}
+
+function tlsMode(door: ServerTls | undefined): 'off' | 'tls' | 'mutual' {
+  return door === undefined ? 'off' : door.mutual ? 'mutual' : 'tls';
 }
 
 /** Whether `work` settled within `ms`; the timer never outlives the race. */

@@ -15,6 +15,7 @@ import { failureReasonOf } from '../common/error-kinds.js';
 import { echo } from '../common/echo.js';
 import type { AccessLog } from '../observability/access-log.js';
 import type { ServerMetrics } from '../observability/metrics.js';
+import type { AdmissionRelease, TenantLimiter } from '../security/tenant-limits.js';
 import { epochMs, inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
 import { batcherOf, requestRows, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
 import { BatcherRejection } from '../native/batcher.js';
@@ -26,6 +27,10 @@ import {
 } from '../tensor/infer-request.js';
 import { buildInferResponse } from './infer-response.js';
 import type { RequestContext } from './request-context.js';
+import { scopeFailure, visibleTo, type Caller } from '../security/caller.js';
+
+/** A request's context with the caller its door admitted (security/caller.ts). */
+export type InferContext = RequestContext & { readonly caller: Caller };
 
 export interface InferenceRunnerOptions {
   readonly models: ModelManager;
@@ -33,6 +38,8 @@ export interface InferenceRunnerOptions {
   readonly logger: Logger;
   readonly accessLog: AccessLog;
   readonly metrics?: ServerMetrics;
+  /** Per-tenant rate and in-flight limits (tenants file); undefined: none. */
+  readonly limits?: TenantLimiter | undefined;
 }
 
 export class InferenceRunner {
@@ -63,14 +70,22 @@ export class InferenceRunner {
     return () => this.stopListeners.delete(listener);
   }
 
-  async infer(request: ModelInferRequest, context: RequestContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
+  /**
+   * `context.caller` is the admitted caller: a model it may not see reads as
+   * missing, and a failure is worded for it (scopeFailure).
+   */
+  async infer(request: ModelInferRequest, context: InferContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
     const started = process.hrtime.bigint();
     const elapsedNs = () => Number(process.hrtime.bigint() - started);
     this.inflight += 1;
     let version: ModelVersion | undefined;
+    let release: AdmissionRelease | undefined;
     try {
       if (!this.accepting) throw unavailable('server is shutting down; retry on another replica');
-      version = await this.options.models.resolveForRequest(request.modelName, request.modelVersion);
+      version = await this.options.models.resolveForRequest(request.modelName, request.modelVersion, visibleTo(context.caller));
+      // The model's tenant's rate and in-flight limits: after everything that
+      // decides whether the caller may use the model at all, before any memory is taken.
+      release = this.options.limits?.admit(version.tenant);
       const response = await this.run(request, version, context, elapsedNs);
       if (this.options.accessLog.sampleSuccess()) {
         this.options.accessLog.recordSampledSuccess({
@@ -87,8 +102,9 @@ export class InferenceRunner {
         code: failure.code,
         error: failure.details,
       });
-      throw err;
+      throw scopeFailure(err, context.caller);
     } finally {
+      release?.();
       this.inflight -= 1;
     }
   }
@@ -227,7 +243,7 @@ export class InferenceRunner {
 
   private describe(
     request: ModelInferRequest,
-    context: RequestContext,
+    context: InferContext,
     method: string,
     version: ModelVersion | undefined,
     elapsedNs: number,
@@ -238,7 +254,8 @@ export class InferenceRunner {
       method,
       model: request.modelName,
       modelVersion: version?.versionLabel ?? (request.modelVersion || undefined),
-      tenant: version?.tenant,
+      // The model's tenant; the caller's when no model was resolved (a key's tenant, never the key).
+      tenant: version?.tenant ?? context.caller.tenant,
       latencyMs: elapsedNs / 1e6,
     };
   }

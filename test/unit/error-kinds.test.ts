@@ -37,6 +37,11 @@ describe('error kinds', () => {
       timeout: [status.DEADLINE_EXCEEDED, 504, 'REJECTED'],
       deadline: [status.DEADLINE_EXCEEDED, 504, 'REJECTED'],
       over_quota: [status.RESOURCE_EXHAUSTED, 429, 'REJECTED'],
+      rate_limited: [status.RESOURCE_EXHAUSTED, 429, 'REJECTED'],
+      unauthenticated: [status.UNAUTHENTICATED, 401, 'OTHER'],
+      permission_denied: [status.PERMISSION_DENIED, 403, 'OTHER'],
+      // Triton's restricted APIs: UNAVAILABLE on gRPC, 403 on HTTP.
+      restricted: [status.UNAVAILABLE, 403, 'OTHER'],
       cancelled: [status.CANCELLED, 499, 'CANCELED'],
       precondition: [status.FAILED_PRECONDITION, 400, 'OTHER'],
       unimplemented: [status.UNIMPLEMENTED, 501, 'OTHER'],
@@ -61,12 +66,13 @@ describe('error kinds', () => {
       [status.DATA_LOSS, 500],
     ];
     for (const [code, http] of table) expect([status[code], httpStatusOfGrpc(code)]).toEqual([status[code], http]);
-    // A kind's HTTP status is its gRPC status's: the two doors never disagree.
-    for (const kind of ERROR_KINDS) expect(httpStatusOf(kind)).toBe(httpStatusOfGrpc(grpcStatusOf(kind)));
+    // A kind's HTTP status is its gRPC status's: the two doors never disagree,
+    // except where Triton's own doors do (a restricted API).
+    for (const kind of ERROR_KINDS.filter((k) => k !== 'restricted')) expect(httpStatusOf(kind)).toBe(httpStatusOfGrpc(grpcStatusOf(kind)));
   });
 
   it('round-trip the statuses hotpath answers with', () => {
-    for (const kind of ['invalid', 'not_found', 'unavailable', 'deadline', 'cancelled', 'over_quota', 'precondition', 'unimplemented', 'internal'] as const) {
+    for (const kind of ['invalid', 'not_found', 'unavailable', 'deadline', 'cancelled', 'over_quota', 'unauthenticated', 'permission_denied', 'precondition', 'unimplemented', 'internal'] as const) {
       expect(kindOfGrpcStatus(grpcStatusOf(kind))).toBe(kind);
     }
     expect(kindOfGrpcStatus(status.ALREADY_EXISTS)).toBe('internal');

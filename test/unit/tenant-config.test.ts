@@ -43,11 +43,13 @@ describe('tenant configuration', () => {
     expect(readTenantsFile(file)).toEqual({
       host: [{ name: 'ads', quotaBytes: 2 ** 30 }],
       device: [{ name: 'ads', quotaBytes: 2 ** 31 }, { name: 'fraud', quotaBytes: 4096 }],
+      keys: [],
+      limits: [],
     });
     expect(parseTenantFlag('ads:1GiB', '--tenant-device')).toEqual({ name: 'ads', quotaBytes: 2 ** 30 });
     expect(() => parseTenantFlag('1GiB', '--tenant-device')).toThrow(/--tenant-device: expected NAME:QUOTA/);
     await writeFile(file, JSON.stringify({ tenants: { ads: { gpu: '1GiB' } } }));
-    expect(() => readTenantsFile(file)).toThrow(/tenant 'ads': unknown field 'gpu'; expected 'quota' and\/or 'device_quota'/);
+    expect(() => readTenantsFile(file)).toThrow(/tenant 'ads': unknown field 'gpu'; expected any of 'quota', 'device_quota', 'keys', 'rate', 'burst', 'max_inflight'/);
     await writeFile(file, JSON.stringify({ tenants: { ads: { device_quota: true } } }));
     expect(() => readTenantsFile(file)).toThrow(/tenant 'ads': 'device_quota': expected a size string or number, got true/);
   });

@@ -25,21 +25,35 @@ import {
   type ModelStreamInferResponse,
 } from '../../generated/grpc_service_pb.js';
 import { toServiceError } from '../../common/serving-error.js';
-import type { InferenceRunner } from '../inference-runner.js';
+import type { InferContext, InferenceRunner } from '../inference-runner.js';
 import { requestContextFrom, trailersFor, watchCancellation } from '../request-context.js';
+import { callerOf } from '../admission.js';
 
 export function inferHandlers(runner: InferenceRunner): UntypedServiceImplementation {
   return {
     ModelInfer: (call: ServerUnaryCall<ModelInferRequest, ModelInferResponse>, callback: sendUnaryData<ModelInferResponse>) => {
       // Cancellation is Triton's CANCELED failure for a request that had not started (InferenceRunner).
-      const context = { ...requestContextFrom(call.metadata, call.getDeadline()), cancelledAtMs: watchCancellation(call) };
+      let context: InferContext;
+      try {
+        context = contextOf(call);
+      } catch (err) {
+        callback(toServiceError(err));
+        return;
+      }
       runner.infer(call.request, context).then(
         (response) => callback(null, response, trailersFor(context)),
         (err: unknown) => callback({ ...toServiceError(err), metadata: trailersFor(context) }),
       );
     },
     ModelStreamInfer: (stream: ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>) => {
-      const context = { ...requestContextFrom(stream.metadata, stream.getDeadline()), cancelledAtMs: watchCancellation(stream) };
+      let context: InferContext;
+      try {
+        // Every request on the stream is scoped to the caller admitted for the stream.
+        context = contextOf(stream);
+      } catch (err) {
+        stream.emit('error', toServiceError(err));
+        return;
+      }
       let pending = 0;
       let ended = false;
       let closed = false;
@@ -91,4 +105,14 @@ export function inferHandlers(runner: InferenceRunner): UntypedServiceImplementa
       }
     },
   };
+}
+
+/**
+ * A call's request context and the caller admission.ts admitted for it
+ * (callerOf throws for a call that skipped admission: a bug, answered INTERNAL).
+ */
+function contextOf(
+  call: ServerUnaryCall<ModelInferRequest, ModelInferResponse> | ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>,
+): InferContext {
+  return { ...requestContextFrom(call.metadata, call.getDeadline()), cancelledAtMs: watchCancellation(call), caller: callerOf(call) };
 }

@@ -1,5 +1,8 @@
 /**
  * Repository and statistics RPCs: index, load, unload, per-version statistics.
+ * The index and statistics list only the models the caller sees (its
+ * tenant's; all for the admin, or for everyone without API keys); load and
+ * unload need the admin (security/caller.ts).
  */
 import { create } from '@bufbuild/protobuf';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -17,24 +20,27 @@ import {
 import type { ModelManager } from '../../repository/model-manager.js';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo, echoField } from '../../common/echo.js';
+import { requireAdmin, visibleTo } from '../../security/caller.js';
 import { unary } from '../unary.js';
 
 export function repositoryHandlers(models: ModelManager): UntypedServiceImplementation {
   return {
-    RepositoryIndex: unary(async (request: RepositoryIndexRequest) => {
-      const entries = await models.index(request.ready);
+    RepositoryIndex: unary(async (request: RepositoryIndexRequest, caller) => {
+      const entries = await models.index(request.ready, visibleTo(caller));
       // The wire message has Triton's four fields; executor details are /healthz's.
       return create(RepositoryIndexResponseSchema, {
         models: entries.map(({ name, version, state, reason }) => ({ name, version, state, reason })),
       });
     }),
-    RepositoryModelLoad: unary(async (request: RepositoryModelLoadRequest) => {
+    RepositoryModelLoad: unary(async (request: RepositoryModelLoadRequest, caller) => {
+      requireAdmin(caller, 'RepositoryModelLoad');
       refuseParameters('RepositoryModelLoad', request.parameters);
       requireModelName(request.modelName);
       await models.load(request.modelName);
       return create(RepositoryModelLoadResponseSchema, {});
     }),
-    RepositoryModelUnload: unary(async (request: RepositoryModelUnloadRequest) => {
+    RepositoryModelUnload: unary(async (request: RepositoryModelUnloadRequest, caller) => {
+      requireAdmin(caller, 'RepositoryModelUnload');
       // `unload_dependents` concerns ensembles, which hotpath does not have: accepted and moot.
       const { unload_dependents: _ignored, ...rest } = request.parameters;
       refuseParameters('RepositoryModelUnload', rest);
@@ -42,11 +48,12 @@ export function repositoryHandlers(models: ModelManager): UntypedServiceImplemen
       await models.unload(request.modelName);
       return create(RepositoryModelUnloadResponseSchema, {});
     }),
-    ModelStatistics: unary((request: ModelStatisticsRequest) => {
-      if (request.name !== '' && !models.isKnown(request.name)) {
+    ModelStatistics: unary((request: ModelStatisticsRequest, caller) => {
+      const visible = visibleTo(caller);
+      if (request.name !== '' && !models.isKnown(request.name, visible)) {
         throw notFound(`model ${echo(request.name)} is not found`);
       }
-      let versions = models.versions(request.name || undefined);
+      let versions = models.versions(request.name || undefined, visible);
       if (request.version !== '') {
         versions = versions.filter((v) => v.versionLabel === request.version);
         if (versions.length === 0) throw notFound(`model ${echo(request.name)} version ${echoField(request.version)} is not found`);

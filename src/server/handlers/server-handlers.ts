@@ -1,5 +1,7 @@
 /**
  * Server- and model-level query RPCs: liveness, readiness, metadata, config.
+ * Model-level ones answer only for models the caller sees (security/caller.ts);
+ * another tenant's model reads exactly as a missing one.
  */
 import { create } from '@bufbuild/protobuf';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -16,6 +18,7 @@ import {
 } from '../../generated/grpc_service_pb.js';
 import type { ModelManager } from '../../repository/model-manager.js';
 import { ServingError } from '../../common/serving-error.js';
+import { visibleTo } from '../../security/caller.js';
 import { externalShape } from '../../tensor/model-signature.js';
 import { unary } from '../unary.js';
 
@@ -40,19 +43,20 @@ export function serverHandlers(models: ModelManager, server: ServerIdentity): Un
         extensions: SERVER_EXTENSIONS,
       }),
     ),
-    ModelReady: unary((request: ModelReadyRequest) => {
+    ModelReady: unary((request: ModelReadyRequest, caller) => {
+      const visible = visibleTo(caller);
       try {
-        return create(ModelReadyResponseSchema, { ready: models.resolve(request.name, request.version).state === 'READY' });
+        return create(ModelReadyResponseSchema, { ready: models.resolve(request.name, request.version, visible).state === 'READY' });
       } catch (err) {
         // Known-but-not-ready answers false; an unknown model or version is an error, as in Triton.
-        if (err instanceof ServingError && models.isKnown(request.name) && err.kind !== 'not_found') {
+        if (err instanceof ServingError && models.isKnown(request.name, visible) && err.kind !== 'not_found') {
           return create(ModelReadyResponseSchema, { ready: false });
         }
         throw err;
       }
     }),
-    ModelMetadata: unary((request: ModelMetadataRequest) => {
-      const version = models.resolve(request.name, request.version);
+    ModelMetadata: unary((request: ModelMetadataRequest, caller) => {
+      const version = models.resolve(request.name, request.version, visibleTo(caller));
       const signature = version.signature;
       const tensor = (spec: (typeof signature.inputs)[number]) => ({
         name: spec.name,
@@ -67,8 +71,8 @@ export function serverHandlers(models: ModelManager, server: ServerIdentity): Un
         outputs: signature.outputs.map(tensor),
       });
     }),
-    ModelConfig: unary((request: ModelConfigRequest) => {
-      const version = models.resolve(request.name, request.version);
+    ModelConfig: unary((request: ModelConfigRequest, caller) => {
+      const version = models.resolve(request.name, request.version, visibleTo(caller));
       return create(ModelConfigResponseSchema, { config: version.config });
     }),
   };

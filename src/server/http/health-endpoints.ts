@@ -10,6 +10,9 @@
  *   `status` is 'degraded' (503, with a `reason`) once the CUDA device was
  *   lost: models still answer on CPU, but the pod should be replaced.
  *
+ * With --require-api-key, `/healthz` lists the models only for the admin
+ * tenant's key; any other caller gets the bare `{status}`.
+ *
  * Readiness answers 503, not Triton's 400, because probes and load balancers
  * read 503 as "not now" (tritonclient treats any non-200 as not ready).
  */
@@ -53,10 +56,11 @@ export async function answerReady(response: ServerResponse, probes: HealthProbes
   }
 }
 
-export async function answerHealthz(response: ServerResponse, probes: HealthProbes): Promise<void> {
+/** `detailed`: the models (and the degraded reason) too; otherwise the bare status. */
+export async function answerHealthz(response: ServerResponse, probes: HealthProbes, detailed = true): Promise<void> {
   try {
     const report = await probes.report();
-    sendJson(response, report.status === 'ready' ? 200 : 503, report);
+    sendJson(response, report.status === 'ready' ? 200 : 503, detailed ? report : { status: report.status });
   } catch (err) {
     sendJson(response, 500, { error: err instanceof Error ? err.message : String(err) });
   }

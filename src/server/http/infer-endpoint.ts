@@ -9,7 +9,8 @@
  * and is returned in the `x-request-id` response header, success or not; a
  * W3C `traceparent` header sets the logged trace id. A client that closes
  * the connection before the answer has cancelled the request (Triton's
- * CANCELED, when it had not started yet). HTTP carries no deadline.
+ * CANCELED, when it had not started yet). HTTP carries no deadline. The
+ * request is admitted (http-admission.ts) before its body is read.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Metadata } from '@grpc/grpc-js';
@@ -20,6 +21,7 @@ import { readBody } from './body-reader.js';
 import { sendBody, sendError, type Exchange } from './http-reply.js';
 import { show } from './json-body.js';
 import { decodeInferRequest, encodeInferResponse } from './tensor-codec.js';
+import type { HttpAdmission } from './http-admission.js';
 
 /** The binary tensor data extension's header: the JSON part's length in a body with binary data after it. */
 export const INFERENCE_HEADER_CONTENT_LENGTH = 'inference-header-content-length';
@@ -31,15 +33,17 @@ export class InferEndpoint {
   constructor(
     private readonly runner: InferenceRunner,
     private readonly maxBodyBytes: number,
+    private readonly admission: HttpAdmission,
   ) {}
 
   async infer({ request, response }: Exchange, modelName: string, modelVersion: string): Promise<void> {
     const context = httpRequestContext(request, response);
     response.setHeader(REQUEST_ID_HEADER, context.requestId);
     try {
+      const caller = this.admission.admit('ModelInfer', request);
       const body = await readBody(request, this.maxBodyBytes);
       const decoded = decodeInferRequest(modelName, modelVersion, body, inferenceHeaderLength(request));
-      const answer = await this.runner.infer(decoded.request, context, METHOD);
+      const answer = await this.runner.infer(decoded.request, { ...context, caller }, METHOD);
       const { json, binary } = encodeInferResponse(answer, decoded.outputs);
       // As Triton: the header and octet-stream only when binary bytes follow the JSON.
       if (binary.some((part) => part.byteLength > 0)) {

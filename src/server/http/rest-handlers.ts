@@ -11,6 +11,10 @@
  * follows Triton's HTTP: the config is the bare ModelConfig, the repository
  * index a bare array, a model that is not ready is 400 with an error, and
  * load and unload answer 200 with an empty body.
+ *
+ * Every endpoint first admits its request (http-admission.ts): restricted
+ * groups and API keys are checked before a body is read, and the operation
+ * runs for the admitted caller, so its scope holds on this door as on gRPC.
  */
 import { create } from '@bufbuild/protobuf';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -49,6 +53,7 @@ import { ModelConfigSchema } from '../../generated/model_config_pb.js';
 import { invalidArgument, ServingError } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
 import { operationOf, type UnaryOperation } from '../unary.js';
+import type { HttpAdmission } from './http-admission.js';
 import { readBody } from './body-reader.js';
 import { sendBody, sendJson, type Exchange } from './http-reply.js';
 import { kindOf, parseOptionalObject, show, type JsonObject } from './json-body.js';
@@ -64,10 +69,14 @@ export class ProtocolEndpoints {
   private readonly loadOp: UnaryOperation<RepositoryModelLoadRequest, RepositoryModelLoadResponse>;
   private readonly unloadOp: UnaryOperation<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>;
 
-  /** `protocol`: the GRPCInferenceService implementation (its unary RPCs); `maxBodyBytes`: --max-message-size. */
+  /**
+   * `protocol`: the GRPCInferenceService implementation (its unary RPCs);
+   * `maxBodyBytes`: --max-message-size; `admission`: the door's gate.
+   */
   constructor(
     protocol: UntypedServiceImplementation,
     private readonly maxBodyBytes: number,
+    private readonly admission: HttpAdmission,
   ) {
     this.serverMetadataOp = operationOf(protocol, 'ServerMetadata');
     this.modelMetadataOp = operationOf(protocol, 'ModelMetadata');
@@ -80,20 +89,23 @@ export class ProtocolEndpoints {
   }
 
   /** GET /v2: `{name, version, extensions}`. */
-  async serverMetadata({ response }: Exchange): Promise<void> {
-    const metadata = await this.serverMetadataOp(create(ServerMetadataRequestSchema));
+  async serverMetadata({ request, response }: Exchange): Promise<void> {
+    const caller = this.admission.admit('ServerMetadata', request);
+    const metadata = await this.serverMetadataOp(create(ServerMetadataRequestSchema), caller);
     sendJson(response, 200, tritonJson(ServerMetadataResponseSchema, metadata));
   }
 
   /** GET /v2/models/{m}[/versions/{v}]: `{name, versions, platform, inputs, outputs}`. */
-  async modelMetadata({ response }: Exchange, name: string, version: string): Promise<void> {
-    const metadata = await this.modelMetadataOp(create(ModelMetadataRequestSchema, { name, version }));
+  async modelMetadata({ request, response }: Exchange, name: string, version: string): Promise<void> {
+    const caller = this.admission.admit('ModelMetadata', request);
+    const metadata = await this.modelMetadataOp(create(ModelMetadataRequestSchema, { name, version }), caller);
     sendJson(response, 200, tritonJson(ModelMetadataResponseSchema, metadata));
   }
 
   /** GET .../ready: 200 with no body when ready; 400 with an error when not (Triton's answer); 404 when unknown. */
-  async modelReady({ response }: Exchange, name: string, version: string): Promise<void> {
-    const { ready } = await this.modelReadyOp(create(ModelReadyRequestSchema, { name, version }));
+  async modelReady({ request, response }: Exchange, name: string, version: string): Promise<void> {
+    const caller = this.admission.admit('ModelReady', request);
+    const { ready } = await this.modelReadyOp(create(ModelReadyRequestSchema, { name, version }), caller);
     if (!ready) {
       throw new ServingError('precondition', `model ${echo(name)}${version === '' ? '' : ` version ${echo(version)}`} is not ready`);
     }
@@ -101,37 +113,42 @@ export class ProtocolEndpoints {
   }
 
   /** GET .../config: the ModelConfig itself, with Triton's (proto) field names. */
-  async modelConfig({ response }: Exchange, name: string, version: string): Promise<void> {
-    const { config } = await this.modelConfigOp(create(ModelConfigRequestSchema, { name, version }));
+  async modelConfig({ request, response }: Exchange, name: string, version: string): Promise<void> {
+    const caller = this.admission.admit('ModelConfig', request);
+    const { config } = await this.modelConfigOp(create(ModelConfigRequestSchema, { name, version }), caller);
     sendJson(response, 200, config === undefined ? {} : tritonJson(ModelConfigSchema, config));
   }
 
   /** GET .../stats and GET /v2/models/stats (name ''): `{model_stats: [...]}`. */
-  async modelStatistics({ response }: Exchange, name: string, version: string): Promise<void> {
-    const statistics = await this.statisticsOp(create(ModelStatisticsRequestSchema, { name, version }));
+  async modelStatistics({ request, response }: Exchange, name: string, version: string): Promise<void> {
+    const caller = this.admission.admit('ModelStatistics', request);
+    const statistics = await this.statisticsOp(create(ModelStatisticsRequestSchema, { name, version }), caller);
     sendJson(response, 200, tritonJson(ModelStatisticsResponseSchema, statistics));
   }
 
   /** POST /v2/repository/index, body `{ready?}` or none: an array of `{name, version, state, reason}`. */
   async repositoryIndex({ request, response }: Exchange): Promise<void> {
+    const caller = this.admission.admit('RepositoryIndex', request);
     const body = parseOptionalObject(await readBody(request, this.maxBodyBytes), '{"ready": true|false}');
     const ready = body['ready'] ?? false;
     if (typeof ready !== 'boolean') throw invalidArgument(`'ready' must be true or false; got ${kindOf(ready)}`);
-    const index = await this.indexOp(create(RepositoryIndexRequestSchema, { ready }));
+    const index = await this.indexOp(create(RepositoryIndexRequestSchema, { ready }), caller);
     sendJson(response, 200, index.models.map((entry) => tritonJson(RepositoryIndexResponse_ModelIndexSchema, entry)));
   }
 
   /** POST /v2/repository/models/{m}/load, body `{parameters?}` or none. */
   async loadModel({ request, response }: Exchange, modelName: string): Promise<void> {
+    const caller = this.admission.admit('RepositoryModelLoad', request);
     const body = parseOptionalObject(await readBody(request, this.maxBodyBytes), '{"parameters": {...}}');
-    await this.loadOp(create(RepositoryModelLoadRequestSchema, { modelName, parameters: repositoryParameters(body) }));
+    await this.loadOp(create(RepositoryModelLoadRequestSchema, { modelName, parameters: repositoryParameters(body) }), caller);
     sendBody(response, 200, 'application/json', []);
   }
 
   /** POST /v2/repository/models/{m}/unload, body `{parameters?}` or none. */
   async unloadModel({ request, response }: Exchange, modelName: string): Promise<void> {
+    const caller = this.admission.admit('RepositoryModelUnload', request);
     const body = parseOptionalObject(await readBody(request, this.maxBodyBytes), '{"parameters": {...}}');
-    await this.unloadOp(create(RepositoryModelUnloadRequestSchema, { modelName, parameters: repositoryParameters(body) }));
+    await this.unloadOp(create(RepositoryModelUnloadRequestSchema, { modelName, parameters: repositoryParameters(body) }), caller);
     sendBody(response, 200, 'application/json', []);
   }
 }

@@ -17,21 +17,25 @@
  * body is `{"error": "..."}`.
  *
  * Connections are kept alive (every answer has a Content-Length) for longer
- * than the usual load-balancer idle timeout (60 s), so the balancer, not the
- * server, closes idle ones. A client that sends `Expect: 100-continue` with a
+ * than the usual load-balancer idle timeout (60 s by default,
+ * `--http-idle-timeout`), so the balancer, not the server, closes idle ones. A client that sends `Expect: 100-continue` with a
  * body above the limit gets its 413 before sending the body.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
+import { applyHttpConnectionLimits, type ConnectionLimits } from '../../security/connection-limits.js';
 import type { InferenceRunner } from '../inference-runner.js';
 import { declaredLength, tooLarge } from './body-reader.js';
 import { answerHealthz, answerLive, answerReady, type HealthProbes } from './health-endpoints.js';
 import { HttpFramingError, sendError, statusOf, type Exchange } from './http-reply.js';
 import { InferEndpoint } from './infer-endpoint.js';
 import { ProtocolEndpoints } from './rest-handlers.js';
+import { HttpAdmission } from './http-admission.js';
+import type { CallGate } from '../../security/caller.js';
 
 export interface RestServerOptions {
   readonly health: HealthProbes;
@@ -40,11 +44,14 @@ export interface RestServerOptions {
   readonly protocol: UntypedServiceImplementation;
   /** --max-message-size: the largest request body taken (413 above it). */
   readonly maxMessageBytes: number;
+  /** This door's admission: --http-restricted-api groups and, with --require-api-key, API keys (security/caller.ts). */
+  readonly gate: CallGate;
   readonly logger: Logger;
+  /** HTTPS (`--http-use-ssl...`, see security/tls.ts); undefined: plain HTTP. */
+  readonly tls?: https.ServerOptions | undefined;
+  /** Idle and request timeouts, requests per connection (`--http-idle-timeout`...); default: security/connection-limits.ts. */
+  readonly connections?: ConnectionLimits | undefined;
 }
-
-/** Longer than common load-balancer idle timeouts (AWS ALB: 60 s), so the server never closes first. */
-const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 type Endpoint = (exchange: Exchange, ...segments: string[]) => Promise<void> | void;
 
@@ -63,9 +70,10 @@ const SERVED =
 
 export function createRestHttpServer(options: RestServerOptions): http.Server {
   const log = options.logger.child({ component: 'http' });
-  const protocol = new ProtocolEndpoints(options.protocol, options.maxMessageBytes);
-  const inference = new InferEndpoint(options.runner, options.maxMessageBytes);
-  const routes = restRoutes(options.health, protocol, inference);
+  const admission = new HttpAdmission(options.gate, options.logger);
+  const protocol = new ProtocolEndpoints(options.protocol, options.maxMessageBytes, admission);
+  const inference = new InferEndpoint(options.runner, options.maxMessageBytes, admission);
+  const routes = restRoutes(options.health, admission, protocol, inference);
 
   const handle = (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!;
@@ -77,10 +85,8 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
       });
   };
 
-  const server = http.createServer(handle);
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  // Node's headersTimeout must exceed keepAliveTimeout, or an idle kept-alive socket is cut as a slow request.
-  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1000;
+  const server: http.Server = options.tls === undefined ? http.createServer(handle) : https.createServer(options.tls, handle);
+  applyHttpConnectionLimits(server, options.connections);
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     const declared = declaredLength(request);
     if (declared !== undefined && declared > options.maxMessageBytes) {
@@ -93,12 +99,23 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   return server;
 }
 
-function restRoutes(health: HealthProbes, protocol: ProtocolEndpoints, inference: InferEndpoint): Route[] {
+function restRoutes(health: HealthProbes, admission: HttpAdmission, protocol: ProtocolEndpoints, inference: InferEndpoint): Route[] {
   const route = (path: string, methods: Record<string, Endpoint>): Route => ({ path: new RegExp(`^${path}$`), methods });
+  // Probes need no API key (restricted groups still apply); /healthz lists the models for the admin only.
   return [
-    route('/v2/health/live', { GET: ({ response }) => answerLive(response, health) }),
-    route('/v2/health/ready', { GET: ({ response }) => answerReady(response, health) }),
-    route('/healthz', { GET: ({ response }) => answerHealthz(response, health) }),
+    route('/v2/health/live', {
+      GET: ({ request, response }) => {
+        admission.admit('ServerLive', request);
+        answerLive(response, health);
+      },
+    }),
+    route('/v2/health/ready', {
+      GET: ({ request, response }) => {
+        admission.admit('ServerReady', request);
+        return answerReady(response, health);
+      },
+    }),
+    route('/healthz', { GET: ({ request, response }) => answerHealthz(response, health, admission.admit('Healthz', request).admin) }),
     route('/v2', { GET: (exchange) => protocol.serverMetadata(exchange) }),
     // Before the model routes, as in Triton: a model named 'stats' has no metadata route.
     route('/v2/models/stats', { GET: (exchange) => protocol.modelStatistics(exchange, '', '') }),

@@ -22,6 +22,8 @@ export interface RunningServer {
   readonly process: ChildProcess;
   /** Every JSON log line the server printed so far. */
   readonly logs: Record<string, unknown>[];
+  /** Everything the server wrote so far, stdout and stderr, JSON or not (for audits of the whole output). */
+  output(): string;
   /** Resolves with the exit code once the process exits. */
   readonly exited: Promise<number | null>;
   /** Resolves with the first log line (already printed or future) that matches. */
@@ -52,9 +54,12 @@ export async function startServer(
   const logs: Record<string, unknown>[] = [];
   const watchers = new Set<{ match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }>();
   let stderr = '';
+  const output: string[] = [];
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
+    output.push(chunk.toString());
   });
+  child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const lines = createInterface({ input: child.stdout! });
   lines.on('line', (line) => {
@@ -94,6 +99,7 @@ export async function startServer(
     metricsPort: ready['metrics_port'] as number,
     process: child,
     logs,
+    output: () => output.join(''),
     exited,
     waitForLog,
     async stop() {

@@ -1,0 +1,44 @@
+/**
+ * The HTTP door's admission, as admission.ts is gRPC's: each endpoint admits
+ * its request through the door's CallGate (restricted groups from
+ * --http-restricted-api, then API keys) before it reads a body or runs its
+ * operation, and runs the operation for the Caller admitted. Refusals are
+ * logged (component 'auth') with the path and the reason, never a header's
+ * value.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import { classifyError } from '../../common/serving-error.js';
+import type { Caller, CallGate, HeaderLookup } from '../../security/caller.js';
+import type { RpcName } from '../../security/restricted-api.js';
+
+/** A request's headers as a lookup (Node lower-cases names; the first of repeated values). */
+export function requestHeaders(request: IncomingMessage): HeaderLookup {
+  return (name) => {
+    const value = request.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+}
+
+export class HttpAdmission {
+  private readonly log: Logger;
+
+  constructor(
+    private readonly gate: CallGate,
+    logger: Logger,
+  ) {
+    this.log = logger.child({ component: 'auth' });
+  }
+
+  /** The caller of `request` for the call `rpc`; throws the gate's refusal (restricted, unauthenticated). */
+  admit(rpc: RpcName, request: IncomingMessage): Caller {
+    try {
+      return this.gate.admit(rpc, requestHeaders(request));
+    } catch (err) {
+      const { kind, message } = classifyError(err);
+      const path = (request.url ?? '/').split('?')[0]!.slice(0, 256);
+      this.log.info({ door: 'http', rpc, path, peer: request.socket.remoteAddress, kind, reason: message }, 'call refused');
+      throw err;
+    }
+  }
+}
