@@ -37,6 +37,9 @@ import { CONNECTION_LIMIT_DEFAULTS, MAX_TIMER_MS, type ConnectionLimits } from '
 import { readTlsMaterial, TlsFileError, tlsFlag, type TlsDoor, type TlsFiles } from './security/tls.js';
 import { AccessSettingsError, doorGates } from './security/caller.js';
 import { RestrictedApiSpecError } from './security/restricted-api.js';
+import { readRoutesFile, RoutesFileError } from './routing/routes-file.js';
+import { ARCHIVE_USAGE, archiveFlagOptions, archiveSettings } from './datachecks/archive/archive-options.js';
+import type { ArchiveSettings } from './datachecks/archive/payload-archive.js';
 import {
   aliasedFlag,
   booleanFlag,
@@ -49,6 +52,8 @@ import {
 } from './cli-flags.js';
 
 const USAGE = `usage: hotpath serve --model-repository DIR [options]
+       hotpath archive ls|cat DIR        (hotpath archive --help)
+       hotpath replay --archive DIR --url HOST:PORT [options]   (hotpath replay --help)
        hotpath --version | --help
 
 Boolean flags take --flag, --flag=true|false or --flag true|false. Sizes take
@@ -133,7 +138,14 @@ options:
                                logging) need the header triton-grpc-protocol-KEY: VALUE (repeatable)
   --http-restricted-api GROUPS:KEY=VALUE
                                [T] the same on HTTP, with the header KEY: VALUE (repeatable)
-  --device N                   the CUDA device for the device ledger and the native executor (default 0)
+  --routes FILE                routes (YAML; README, Rollouts): virtual model names with canary, A/B,
+                               shadow, circuit breakers and rollback. Checked against the loaded models
+                               at start-up (an invalid file exits 2); reloaded when it changes and on
+                               SIGHUP (an invalid file is logged and the current routes stay)
+  --shadow-queue-size N        shadow requests waiting, all routes together (default 256); beyond it
+                               they are dropped and counted
+  --shadow-concurrency N       shadow requests running at once (default 2)
+${ARCHIVE_USAGE}  --device N                   the CUDA device for the device ledger and the native executor (default 0)
   --device-memory-capacity SIZE
                                device ledger capacity, all tenants together (default: the device's memory)
   --tenant-device NAME:QUOTA   a tenant's hard quota on device memory, e.g. ads:4GiB (repeatable)
@@ -153,8 +165,8 @@ options:
   --help, -h                   print this and exit
 
 signals: SIGTERM or SIGINT drains and exits 0; a second signal exits at once (code 1).
-         SIGHUP reloads the TLS certificate files (a file that fails its checks is logged and
-         the current certificates stay).
+         SIGHUP reloads the TLS certificate files and the routes file (a file that fails its
+         checks is logged, and the current certificates or routes stay).
 `;
 
 export interface ServeOptions {
@@ -209,6 +221,14 @@ export interface ServeOptions {
   grpcRestrictedProtocol: string[];
   /** `--http-restricted-api` values. */
   httpRestrictedApi: string[];
+  /** `--routes`: the routes file (absolute); undefined: no routes. */
+  routesFile: string | undefined;
+  /** `--shadow-queue-size`: shadow requests waiting, at most. */
+  shadowQueueSize: number;
+  /** `--shadow-concurrency`: shadow requests running at once, at most. */
+  shadowConcurrency: number;
+  /** `--archive DIR` and its flags: the payload archive; undefined: off. */
+  archive: ArchiveSettings | undefined;
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -276,6 +296,10 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'admin-tenant': { type: 'string' },
       'grpc-restricted-protocol': { type: 'string', multiple: true, default: [] },
       'http-restricted-api': { type: 'string', multiple: true, default: [] },
+      routes: { type: 'string' },
+      'shadow-queue-size': { type: 'string', default: '256' },
+      'shadow-concurrency': { type: 'string', default: '2' },
+      ...archiveFlagOptions(),
       device: { type: 'string', default: '0' },
       'device-memory-capacity': { type: 'string' },
       'tenant-device': { type: 'string', multiple: true, default: [] },
@@ -320,7 +344,29 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     ...withAccess(values, memoryOptions(values, faultInjection)),
     deviceProbeIntervalMs: Math.round(numberFlag('--device-probe-interval', values['device-probe-interval'] as string, 0.01, 3600) * 1000),
     patrol: patrolOptions(values),
+    routesFile: routesFileOption(values['routes'] as string | undefined),
+    shadowQueueSize: integerFlag('--shadow-queue-size', values['shadow-queue-size'] as string, 1, 1_000_000),
+    shadowConcurrency: integerFlag('--shadow-concurrency', values['shadow-concurrency'] as string, 1, 1024),
+    archive: archiveSettings(values),
   };
+}
+
+/**
+ * `--routes FILE`, read and validated now (YAML, schema, the rules between
+ * fields), so a malformed file exits 2 before anything starts; whether its
+ * models fit is checked once they are loaded (serve, below).
+ */
+function routesFileOption(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (raw === '') throw new UsageError("--routes: expected a routes file, got ''");
+  const file = path.resolve(raw);
+  try {
+    readRoutesFile(file);
+  } catch (err) {
+    if (err instanceof RoutesFileError) throw new UsageError(`--routes: ${err.message}`);
+    throw err;
+  }
+  return file;
 }
 
 type FlagValues = Readonly<Record<string, unknown>>;
@@ -597,18 +643,28 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  // Certificate rotation; with the handler, SIGHUP no longer ends the process (Node's default).
+  // Certificate rotation and the routes file; with the handler, SIGHUP no longer ends the process (Node's default).
   process.on('SIGHUP', () => {
-    logger.info({ signal: 'SIGHUP' }, 'reloading certificates');
+    logger.info({ signal: 'SIGHUP' }, options.routesFile === undefined ? 'reloading certificates' : 'reloading certificates and routes');
     try {
       server.reloadCertificates();
     } catch (err) {
       // A signal must never take the server down: the current certificates stay.
       logger.error({ error: err instanceof Error ? err.message : String(err) }, 'certificate reload failed');
     }
+    // Both reloads run on every SIGHUP; a refused routes file is logged by the routes component.
+    server.reloadRoutes('SIGHUP')?.catch((err: unknown) => {
+      logger.error({ error: err instanceof Error ? err.message : String(err) }, 'routes reload failed');
+    });
   });
   const ports = await server.listen();
-  await server.loadModels();
+  try {
+    await server.loadModels();
+  } catch (err) {
+    // The routes do not fit the loaded models: exit 2 naming each problem, as for a malformed file.
+    if (err instanceof RoutesFileError) throw new UsageError(`--routes: ${err.message}`);
+    throw err;
+  }
   // One machine-readable line for harnesses that start the server on port 0.
   logger.info(
     { grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics, ready: server.isReady() },
@@ -638,6 +694,9 @@ function printVersion(): void {
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === 'serve') return serve(rest);
+  // The archive tools load only when asked for: serve never needs them.
+  if (command === 'archive') return (await import('./datachecks/archive/archive-cli.js')).archiveCommand(rest);
+  if (command === 'replay') return (await import('./datachecks/archive/replay-cli.js')).replayCommand(rest);
   if (command === '--help' || command === '-h' || command === 'help') return printUsage();
   if (command === '--version') return printVersion();
   // tritonserver has no subcommand: `hotpath --model-store=/mnt/models ...`

@@ -4,7 +4,8 @@
 import { arenaSuite } from './arena.js';
 import { gpuSuite } from './gpu.js';
 import { patrolSuite } from './patrol.js';
+import { routesSuite } from './routes.js';
 import { serveSuite } from './serve.js';
 import type { BenchSuite } from './suite.js';
 
-export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite, gpuSuite].map((suite) => [suite.name, suite]));
+export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite, gpuSuite, routesSuite].map((suite) => [suite.name, suite]));

@@ -4,9 +4,10 @@
  *
  * The `nv_*` names and their `model`/`version` labels are Triton's, so existing
  * Triton dashboards work unchanged. The `hotpath_*` names are hotpath's own.
- * Labels are only `model`, `version`, `tenant` and the bounded enums below —
- * never a request id, user id or free text — so the series count is bounded by
- * the number of loaded model versions.
+ * Labels are only `model`, `version`, `tenant`, the routes file's `route` and
+ * `arm` names and the bounded enums below — never a request id, user id or
+ * free text — so the series count is bounded by the number of loaded model
+ * versions and the routes file.
  *
  * prom-client's default process metrics (`process_*`, `nodejs_*`) are exported
  * too, under prom-client's standard names.
@@ -63,6 +64,23 @@ export const METRIC = {
   arenaQuotaBytes: 'hotpath_arena_quota_bytes',
   arenaEvictions: 'hotpath_arena_evictions_total',
   arenaFragmentation: 'hotpath_arena_fragmentation_ratio',
+
+  // Routes (--routes, src/routing): labels route and arm come from the routes file, so they are bounded by it.
+  routeRequests: 'hotpath_route_requests_total',
+  breakerState: 'hotpath_breaker_state',
+  routeRollbacks: 'hotpath_route_rollbacks_total',
+  routeRolledBack: 'hotpath_route_rolled_back',
+  routesReloads: 'hotpath_routes_reloads_total',
+  shadowRequests: 'hotpath_shadow_requests_total',
+  shadowErrors: 'hotpath_shadow_errors_total',
+  shadowDropped: 'hotpath_shadow_dropped_total',
+  shadowAbsDiff: 'hotpath_shadow_abs_diff',
+  shadowQueued: 'hotpath_shadow_queue_size',
+
+  // The payload archive (--archive, src/datachecks/archive): records and bytes written, records dropped by reason.
+  archiveRecords: 'hotpath_archive_records_total',
+  archiveWrittenBytes: 'hotpath_archive_written_bytes_total',
+  archiveDropped: 'hotpath_archive_dropped_total',
 } as const;
 
 /** Label names; values of the enum-valued ones come from the constants below. */
@@ -75,7 +93,27 @@ export const LABEL = {
   /** 'host' or 'device': which memory ledger a per-tenant arena figure belongs to. */
   memory: 'memory',
   gpuUuid: 'gpu_uuid',
+  /** A route of the routes file (--routes). */
+  route: 'route',
+  /** An arm of that route. */
+  arm: 'arm',
+  /** How a routed request ended (ROUTE_RESULTS), or how a routes reload ended (RELOAD_RESULTS). */
+  result: 'result',
 } as const;
+
+/**
+ * How a routed request ended: answered by its arm ('ok'), failed by the arm
+ * ('error', what breakers count), failed for the client's own reasons or
+ * before it ran ('abandoned'), answered by the fallback while the arm's
+ * breaker is open ('fallback'), or refused while it is open with no fallback
+ * ('unavailable').
+ */
+export const ROUTE_RESULTS = ['ok', 'error', 'abandoned', 'fallback', 'unavailable'] as const;
+export type RouteResult = (typeof ROUTE_RESULTS)[number];
+
+/** How a routes reload ended (routing/routes-reloader.ts ReloadResult status). */
+export const RELOAD_RESULTS = ['swapped', 'unchanged', 'refused'] as const;
+export type ReloadResultName = (typeof RELOAD_RESULTS)[number];
 
 /** Why a model left the device: a transient device error (it comes back) or a lost device. */
 export const DEVICE_FALLBACK_REASONS = ['device_error', 'device_lost'] as const;
@@ -100,3 +138,11 @@ export const LATENCY_BUCKETS_MS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250
 
 /** Rows per model execution. */
 export const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+/**
+ * Why the payload archive dropped a record: its queue was full (the writer
+ * is behind), the record alone exceeds the archive's size bound, writing
+ * failed (a full disk, a lost writer thread), or the archive was closing.
+ */
+export const ARCHIVE_DROP_REASONS = ['queue_full', 'too_large', 'write_error', 'closed'] as const;
+export type ArchiveDropReason = (typeof ARCHIVE_DROP_REASONS)[number];

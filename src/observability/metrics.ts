@@ -27,6 +27,8 @@ import {
   LATENCY_BUCKETS_MS,
   METRIC,
   type DeviceFallbackReason,
+  ARCHIVE_DROP_REASONS,
+  type ArchiveDropReason,
 } from './metric-names.js';
 import type { StatisticsSnapshot } from '../repository/inference-statistics.js';
 import type { PatrolReason } from '../patrol/patrol-policy.js';
@@ -44,6 +46,13 @@ export interface MetricsSources {
 }
 
 export type TenantMemorySource = () => readonly TenantMemoryStats[];
+
+/** The payload archive's counters (datachecks/archive PayloadArchive.counts). */
+export interface ArchiveCountsSource {
+  readonly records: number;
+  readonly writtenBytes: number;
+  readonly dropped: Readonly<Record<ArchiveDropReason, number>>;
+}
 
 /** Read at scrape time; undefined when the server has no CUDA device. */
 export type GpuSource = () => GpuMemoryStats | undefined;
@@ -225,6 +234,43 @@ export class ServerMetrics {
     gauge(METRIC.gpuMemoryTotalBytes, 'GPU total memory, in bytes.', (s) => s.totalBytes);
     gauge(METRIC.gpuMemoryUsedBytes, 'GPU used memory, in bytes (all processes).', (s) => s.usedBytes);
     gauge(METRIC.gpuUtilization, 'GPU utilization rate [0.0 - 1.0] (NVML).', (s) => s.utilization);
+  }
+
+  /**
+   * Attaches the payload archive's counters (--archive), read at scrape time;
+   * the series exist only with an archive. Drop reasons are a bounded enum.
+   */
+  setArchiveSource(source: () => ArchiveCountsSource): void {
+    const registers = [this.registry];
+    new Counter({
+      name: METRIC.archiveRecords,
+      help: 'Records written to the payload archive.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(source().records);
+      },
+    });
+    new Counter({
+      name: METRIC.archiveWrittenBytes,
+      help: 'Bytes written to the payload archive (records, frames and segment headers).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(source().writtenBytes);
+      },
+    });
+    new Counter({
+      name: METRIC.archiveDropped,
+      help: 'Records the payload archive dropped instead of blocking requests, by reason.',
+      labelNames: [LABEL.reason],
+      registers,
+      collect() {
+        this.reset();
+        const { dropped } = source();
+        for (const reason of ARCHIVE_DROP_REASONS) this.inc({ reason }, dropped[reason]);
+      },
+    });
   }
 
   /** A model moved from the device to onnxruntime on CPU. */

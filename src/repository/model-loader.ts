@@ -28,7 +28,7 @@ import { ModelVersion } from './model-version.js';
 import { selectVersions } from './version-policy.js';
 import { VersionMemory } from './version-memory.js';
 import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
-import { leakFault } from './fault-parameters.js';
+import { leakFault, modelFaults } from './fault-parameters.js';
 import { toTensorInfo } from './tensor-info.js';
 import { loadNativeVersion, selectExecutor } from './native-loader.js';
 import {
@@ -157,6 +157,8 @@ export class ModelLoader {
         const file = path.join(modelDir, CONFIG_FILENAME);
         const tenant = modelTenant(config);
         const leak = leakFault(config, this.options.faultInjection, file);
+        // Refuses request failures and added latency without fault injection; they act in the request path.
+        modelFaults(config, this.options.faultInjection, file);
         const log = this.log;
         // The same options for every generation: the first here, later ones on restart or on demand.
         const createPool = (generation: number, owner: Owner) =>

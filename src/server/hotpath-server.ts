@@ -41,6 +41,10 @@ import { applyHttpConnectionLimits, grpcConnectionOptions, type ConnectionLimits
 import { TenantLimiter, type TenantLimitSpec } from '../security/tenant-limits.js';
 import { doorGates, logAccess, type AccessSettings, type CallGate } from '../security/caller.js';
 import { admitService } from './admission.js';
+import { RouteService } from './routing/route-service.js';
+import { RoutedInference } from './routing/routed-inference.js';
+import { PayloadArchive, type ArchiveSettings } from '../datachecks/archive/payload-archive.js';
+import type { ReloadResult } from '../routing/routes-reloader.js';
 
 /** AccessSettings: API keys, the admin tenant and restricted groups (security/caller.ts). */
 export interface ServerOptions extends AccessSettings {
@@ -99,6 +103,18 @@ export interface ServerOptions extends AccessSettings {
   readonly grpcTls?: TlsFiles | undefined;
   /** TLS on the HTTP port (`--http-use-ssl...`); undefined: plaintext. Metrics stay plaintext. */
   readonly httpTls?: TlsFiles | undefined;
+  /**
+   * The routes file (`--routes`): virtual model names with arms, shadow,
+   * breakers and rollback (src/routing). Loaded once the start-up models are;
+   * an invalid file fails `loadModels` with a RoutesFileError.
+   */
+  readonly routesFile?: string | undefined;
+  /** Shadow requests waiting, at most, all routes together (`--shadow-queue-size`; default 256). */
+  readonly shadowQueueSize?: number | undefined;
+  /** Shadow requests running at once (`--shadow-concurrency`; default 2). */
+  readonly shadowConcurrency?: number | undefined;
+  /** The payload archive (`--archive DIR`...; src/datachecks/archive); undefined: off. */
+  readonly archive?: ArchiveSettings | undefined;
   readonly serverName: string;
   readonly serverVersion: string;
   readonly logger: Logger;
@@ -126,6 +142,12 @@ export class HotpathServer {
   readonly metrics: ServerMetrics;
   readonly memory: ServerMemory;
   private readonly runner: InferenceRunner;
+  /** The payload archive (--archive); undefined when off. */
+  private readonly archive: PayloadArchive | undefined;
+  /** The runner behind the routes: what both doors' inference calls. */
+  private readonly inference: RoutedInference;
+  /** The routes (`--routes`), from `loadModels` on; undefined without a routes file. */
+  private routes: RouteService | undefined;
   /** The GRPCInferenceService implementation, served over gRPC and behind the REST endpoints. */
   private readonly protocol: UntypedServiceImplementation;
   /** The HTTP door's admission (the gRPC door's wraps its services in the constructor). */
@@ -199,6 +221,9 @@ export class HotpathServer {
     // Native counters, read at scrape time.
     this.metrics.setTenantMemorySource(() => this.memory.tenantStats());
     this.metrics.setGpuSource(() => this.memory.gpuStats());
+    this.archive = options.archive === undefined ? undefined : new PayloadArchive(options.archive, options.logger);
+    const archive = this.archive;
+    if (archive !== undefined) this.metrics.setArchiveSource(() => archive.counts());
     this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
@@ -206,13 +231,16 @@ export class HotpathServer {
       accessLog: new AccessLog(options.logger, options.accessLogSampleRate),
       metrics: this.metrics,
       limits: this.tenantLimiter(options.tenantLimits ?? []),
+      archive: this.archive,
     });
+    this.inference = new RoutedInference(this.runner, () => this.routes);
     const identity = { name: options.serverName, version: options.serverVersion, isReady: () => this.isReady() };
+    const routes = () => this.routes;
     // One implementation for both doors: the REST endpoints run these RPCs' operations (see http/rest-handlers.ts).
     this.protocol = {
-      ...serverHandlers(this.models, identity),
-      ...inferHandlers(this.runner),
-      ...repositoryHandlers(this.models),
+      ...serverHandlers(this.models, identity, routes),
+      ...inferHandlers(this.inference),
+      ...repositoryHandlers(this.models, routes),
       ...unimplementedHandlers(),
     };
     // Every gRPC call passes its door's gate first (server/admission.ts), grpc.health.v1 too (Triton's 'health' group).
@@ -280,7 +308,7 @@ export class HotpathServer {
           isReady: () => this.isReady(),
           report: () => this.healthReport(),
         },
-        runner: this.runner,
+        runner: this.inference,
         protocol: this.protocol,
         gate: this.httpGate,
         maxMessageBytes: this.options.maxMessageBytes,
@@ -345,13 +373,40 @@ export class HotpathServer {
     else this.log.info(fields, msg);
   }
 
-  /** Loads, warms and checks the start-up models (see ModelManager.loadStartupModels); ready after (unless draining). */
+  /**
+   * Loads, warms and checks the start-up models (see ModelManager.loadStartupModels),
+   * then the routes file, which is checked against them; ready after (unless
+   * draining). A routes file that cannot serve throws RoutesFileError.
+   */
   async loadModels(): Promise<void> {
     await this.models.loadStartupModels();
+    if (this.options.routesFile !== undefined && this.routes === undefined) {
+      this.routes = new RouteService({
+        file: this.options.routesFile,
+        models: this.models,
+        metrics: this.metrics,
+        logger: this.options.logger,
+        tenantScoped: this.options.requireApiKey === true,
+        shadowQueueSize: this.options.shadowQueueSize ?? 256,
+        shadowConcurrency: this.options.shadowConcurrency ?? 2,
+      });
+      this.routes.start();
+      // Shadow work is shed first: once the drain refuses requests, queued shadows are dropped.
+      this.runner.onStopAccepting(() => this.routes?.close());
+    }
     if (this.phase === 'starting') this.phase = 'serving';
     if (this.phase === 'serving') this.patrol?.start();
     this.refreshHealth();
     this.log.info({ ready: this.isReady() }, 'model repository loaded');
+  }
+
+  /**
+   * Reads the routes file again (SIGHUP, or an embedder's call): the new
+   * routes when it is valid, the current ones (and an error log naming the
+   * problem) when not. Undefined without a routes file or before it loaded.
+   */
+  reloadRoutes(why = 'requested'): Promise<ReloadResult> | undefined {
+    return this.routes?.reload(why);
   }
 
   /** `listen()` then `loadModels()`. */
@@ -377,7 +432,12 @@ export class HotpathServer {
           : this.isReady()
             ? 'ready'
             : 'not_ready';
-    return { status, models, ...(lost !== undefined ? { reason: `CUDA device lost: ${lost}` } : {}) };
+    return {
+      status,
+      models,
+      ...(lost !== undefined ? { reason: `CUDA device lost: ${lost}` } : {}),
+      ...(this.routes !== undefined ? { routes: this.routes.healthSnapshot() } : {}),
+    };
   }
 
   /**
@@ -415,6 +475,8 @@ export class HotpathServer {
     if (!poolsClosed) this.log.warn('drain timeout: worker pools did not close in time');
     await Promise.all(this.httpServers.map((server) => closeHttp(server)));
     // Every version destroyed its owner on unload; closing frees whatever is left.
+    // Every request is answered: what the archive still holds is written and synced.
+    await this.archive?.close();
     if (poolsClosed) this.memory.close();
     this.phase = 'stopped';
     this.log.info({ graceful: callsDone && poolsClosed }, 'stopped');

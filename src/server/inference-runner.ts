@@ -19,6 +19,7 @@ import type { AdmissionRelease, TenantLimiter } from '../security/tenant-limits.
 import { epochMs, inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
 import { batcherOf, requestRows, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
 import { BatcherRejection } from '../native/batcher.js';
+import { actOnModelFaults } from '../repository/fault-parameters.js';
 import {
   FAULT_PARAMETER,
   prepareInference,
@@ -28,9 +29,31 @@ import {
 import { buildInferResponse } from './infer-response.js';
 import type { RequestContext } from './request-context.js';
 import { scopeFailure, visibleTo, type Caller } from '../security/caller.js';
+import type { RequestView } from '../routing/arm-choice.js';
+import type { ArchiveEntry } from '../datachecks/archive/payload-archive.js';
 
-/** A request's context with the caller its door admitted (security/caller.ts). */
-export type InferContext = RequestContext & { readonly caller: Caller };
+/**
+ * A request's context with the caller its door admitted (security/caller.ts),
+ * and what routing reads: the request's headers (HTTP) or metadata (gRPC)
+ * and its peer (`view`), and whether it is a route's shadow copy.
+ */
+export type InferContext = RequestContext & {
+  readonly caller: Caller;
+  /** Headers / metadata and peer, for a route's arm choice; absent: none. */
+  readonly view?: RequestView | undefined;
+  /**
+   * A shadow copy of a routed request (src/server/routing): it does not count
+   * against the tenant's rate and in-flight limits, which are the clients'.
+   */
+  readonly shadow?: boolean | undefined;
+};
+
+/** The request path as the front doors call it: the runner itself, or the runner behind routes. */
+export interface InferencePath {
+  infer(request: ModelInferRequest, context: InferContext, method?: string): Promise<ModelInferResponse>;
+  readonly isAccepting: boolean;
+  onStopAccepting(listener: () => void): () => void;
+}
 
 export interface InferenceRunnerOptions {
   readonly models: ModelManager;
@@ -40,9 +63,11 @@ export interface InferenceRunnerOptions {
   readonly metrics?: ServerMetrics;
   /** Per-tenant rate and in-flight limits (tenants file); undefined: none. */
   readonly limits?: TenantLimiter | undefined;
+  /** The payload archive (--archive): offered each answered request; it never blocks or throws. */
+  readonly archive?: { record(entry: ArchiveEntry): void } | undefined;
 }
 
-export class InferenceRunner {
+export class InferenceRunner implements InferencePath {
   private inflight = 0;
   private accepting = true;
   private readonly stopListeners = new Set<() => void>();
@@ -85,7 +110,7 @@ export class InferenceRunner {
       version = await this.options.models.resolveForRequest(request.modelName, request.modelVersion, visibleTo(context.caller));
       // The model's tenant's rate and in-flight limits: after everything that
       // decides whether the caller may use the model at all, before any memory is taken.
-      release = this.options.limits?.admit(version.tenant);
+      release = context.shadow === true ? undefined : this.options.limits?.admit(version.tenant);
       const response = await this.run(request, version, context, elapsedNs);
       if (this.options.accessLog.sampleSuccess()) {
         this.options.accessLog.recordSampledSuccess({
@@ -93,6 +118,7 @@ export class InferenceRunner {
           code: status.OK,
         });
       }
+      this.archive(request, context, version, elapsedNs(), status.OK, response);
       return response;
     } catch (err) {
       const failure = toServiceError(err);
@@ -102,6 +128,7 @@ export class InferenceRunner {
         code: failure.code,
         error: failure.details,
       });
+      this.archive(request, context, version, elapsedNs(), failure.code, undefined, failure.details);
       throw scopeFailure(err, context.caller);
     } finally {
       release?.();
@@ -121,6 +148,8 @@ export class InferenceRunner {
       version.memory.requestStarted();
       try {
         const fault = this.faultFor(request, version);
+        // Test-only model faults (config parameters): added latency, injected failures.
+        if (this.options.faultInjection) await actOnModelFaults(version);
         // Cancelled while it waited for the model (a load, say): it never runs.
         throwIfCancelledBefore(context, Infinity, version);
         // Test-only worker faults act on one request, so a request carrying one runs alone.
@@ -239,6 +268,30 @@ export class InferenceRunner {
     version.statistics.recordSuccess(prepared.batchSize, totalNs, result.timing);
     this.options.metrics?.observeSuccess(version, totalNs / 1e6, result.timing);
     return response;
+  }
+
+  /** The answered request, to the payload archive (not a route's shadow copy: clients never saw it). */
+  private archive(
+    request: ModelInferRequest,
+    context: InferContext,
+    version: ModelVersion | undefined,
+    latencyNs: number,
+    statusCode: number,
+    response?: ModelInferResponse,
+    statusMessage?: string,
+  ): void {
+    if (this.options.archive === undefined || context.shadow === true) return;
+    this.options.archive.record({
+      request,
+      response,
+      statusCode,
+      statusMessage,
+      requestId: context.requestId,
+      model: version?.modelName ?? request.modelName,
+      version: version?.versionLabel ?? request.modelVersion,
+      latencyNs,
+      modelParameters: version?.config.parameters,
+    });
   }
 
   private describe(

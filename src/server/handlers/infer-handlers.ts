@@ -25,11 +25,13 @@ import {
   type ModelStreamInferResponse,
 } from '../../generated/grpc_service_pb.js';
 import { toServiceError } from '../../common/serving-error.js';
-import type { InferContext, InferenceRunner } from '../inference-runner.js';
+import type { InferContext, InferencePath } from '../inference-runner.js';
 import { requestContextFrom, trailersFor, watchCancellation } from '../request-context.js';
-import { callerOf } from '../admission.js';
+import { callerOf, metadataHeaders } from '../admission.js';
+import { peerAddress } from '../../routing/arm-choice.js';
 
-export function inferHandlers(runner: InferenceRunner): UntypedServiceImplementation {
+/** `runner`: the request path (with routes in front when --routes is given). */
+export function inferHandlers(runner: InferencePath): UntypedServiceImplementation {
   return {
     ModelInfer: (call: ServerUnaryCall<ModelInferRequest, ModelInferResponse>, callback: sendUnaryData<ModelInferResponse>) => {
       // Cancellation is Triton's CANCELED failure for a request that had not started (InferenceRunner).
@@ -109,10 +111,16 @@ export function inferHandlers(runner: InferenceRunner): UntypedServiceImplementa
 
 /**
  * A call's request context and the caller admission.ts admitted for it
- * (callerOf throws for a call that skipped admission: a bug, answered INTERNAL).
+ * (callerOf throws for a call that skipped admission: a bug, answered INTERNAL),
+ * with its metadata and peer for a route's arm choice.
  */
 function contextOf(
   call: ServerUnaryCall<ModelInferRequest, ModelInferResponse> | ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>,
 ): InferContext {
-  return { ...requestContextFrom(call.metadata, call.getDeadline()), cancelledAtMs: watchCancellation(call), caller: callerOf(call) };
+  return {
+    ...requestContextFrom(call.metadata, call.getDeadline()),
+    cancelledAtMs: watchCancellation(call),
+    caller: callerOf(call),
+    view: { header: metadataHeaders(call.metadata), peer: peerAddress(call.getPeer()) },
+  };
 }

@@ -22,14 +22,19 @@ import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo, echoField } from '../../common/echo.js';
 import { requireAdmin, visibleTo } from '../../security/caller.js';
 import { unary } from '../unary.js';
+import type { RouteLookup } from './server-handlers.js';
 
-export function repositoryHandlers(models: ModelManager): UntypedServiceImplementation {
+/** `routes`: RepositoryIndex lists the routes (--routes) the caller sees after the models, without a version. */
+export function repositoryHandlers(models: ModelManager, routes: RouteLookup = () => undefined): UntypedServiceImplementation {
   return {
     RepositoryIndex: unary(async (request: RepositoryIndexRequest, caller) => {
       const entries = await models.index(request.ready, visibleTo(caller));
+      const routeEntries = (routes()?.list(caller) ?? [])
+        .filter((route) => route.ready || !request.ready)
+        .map((route) => ({ name: route.name, version: '', state: route.ready ? 'READY' : 'UNAVAILABLE', reason: route.ready ? 'route' : route.reason }));
       // The wire message has Triton's four fields; executor details are /healthz's.
       return create(RepositoryIndexResponseSchema, {
-        models: entries.map(({ name, version, state, reason }) => ({ name, version, state, reason })),
+        models: [...entries.map(({ name, version, state, reason }) => ({ name, version, state, reason })), ...routeEntries],
       });
     }),
     RepositoryModelLoad: unary(async (request: RepositoryModelLoadRequest, caller) => {

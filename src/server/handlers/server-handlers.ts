@@ -17,9 +17,11 @@ import {
   type ModelReadyRequest,
 } from '../../generated/grpc_service_pb.js';
 import type { ModelManager } from '../../repository/model-manager.js';
-import { ServingError } from '../../common/serving-error.js';
-import { visibleTo } from '../../security/caller.js';
+import { ServingError, unavailable } from '../../common/serving-error.js';
+import { echo, echoField } from '../../common/echo.js';
+import { visibleTo, type Caller } from '../../security/caller.js';
 import { externalShape } from '../../tensor/model-signature.js';
+import type { RouteDescription, RouteService } from '../routing/route-service.js';
 import { unary } from '../unary.js';
 
 export interface ServerIdentity {
@@ -32,7 +34,22 @@ export interface ServerIdentity {
 /** KServe / Triton protocol extensions this server implements (binary_tensor_data: over HTTP). */
 export const SERVER_EXTENSIONS = ['model_repository', 'model_configuration', 'statistics', 'parameters', 'binary_tensor_data'];
 
-export function serverHandlers(models: ModelManager, server: ServerIdentity): UntypedServiceImplementation {
+/** The routes (--routes) the model-level RPCs also answer for; undefined without routes. */
+export type RouteLookup = () => Pick<RouteService, 'describe' | 'list' | 'routeConfig'> | undefined;
+
+/**
+ * `routes`: a route name answers as a model: ModelReady (every arm ready),
+ * ModelMetadata (the route's inputs and outputs, no versions of its own) and
+ * ModelConfig (the stable arm's config under the route's name).
+ */
+export function serverHandlers(models: ModelManager, server: ServerIdentity, routes: RouteLookup = () => undefined): UntypedServiceImplementation {
+  const routeOf = (name: string, version: string, caller: Caller): RouteDescription | undefined => {
+    const route = routes()?.describe(name, caller);
+    if (route !== undefined && version !== '') {
+      throw new ServingError('not_found', `model ${echo(name)} version ${echoField(version)} is not found: ${echo(name)} is a route, which has no versions of its own`);
+    }
+    return route;
+  };
   return {
     ServerLive: unary(() => create(ServerLiveResponseSchema, { live: true })),
     ServerReady: unary(() => create(ServerReadyResponseSchema, { ready: server.isReady() })),
@@ -44,6 +61,8 @@ export function serverHandlers(models: ModelManager, server: ServerIdentity): Un
       }),
     ),
     ModelReady: unary((request: ModelReadyRequest, caller) => {
+      const route = routeOf(request.name, request.version, caller);
+      if (route !== undefined) return create(ModelReadyResponseSchema, { ready: route.ready });
       const visible = visibleTo(caller);
       try {
         return create(ModelReadyResponseSchema, { ready: models.resolve(request.name, request.version, visible).state === 'READY' });
@@ -56,6 +75,22 @@ export function serverHandlers(models: ModelManager, server: ServerIdentity): Un
       }
     }),
     ModelMetadata: unary((request: ModelMetadataRequest, caller) => {
+      const route = routeOf(request.name, request.version, caller);
+      if (route !== undefined) {
+        if (route.signature === undefined) throw unavailable(`route ${echo(request.name)} has no signature: ${route.reason}`);
+        const tensor = (t: { name: string; datatype: string; shape: readonly number[] }) => ({
+          name: t.name,
+          datatype: t.datatype,
+          shape: t.shape.map((dim) => BigInt(dim)),
+        });
+        return create(ModelMetadataResponseSchema, {
+          name: request.name,
+          versions: [],
+          platform: route.stable?.config.platform || 'onnxruntime_onnx',
+          inputs: route.signature.inputs.map(tensor),
+          outputs: route.signature.outputs.map(tensor),
+        });
+      }
       const version = models.resolve(request.name, request.version, visibleTo(caller));
       const signature = version.signature;
       const tensor = (spec: (typeof signature.inputs)[number]) => ({
@@ -72,6 +107,12 @@ export function serverHandlers(models: ModelManager, server: ServerIdentity): Un
       });
     }),
     ModelConfig: unary((request: ModelConfigRequest, caller) => {
+      const route = routeOf(request.name, request.version, caller);
+      if (route !== undefined) {
+        const config = routes()?.routeConfig(route);
+        if (config === undefined) throw unavailable(`route ${echo(request.name)}: its stable arm is not ready, so it has no config to show (${route.reason})`);
+        return create(ModelConfigResponseSchema, { config });
+      }
       const version = models.resolve(request.name, request.version, visibleTo(caller));
       return create(ModelConfigResponseSchema, { config: version.config });
     }),

@@ -9,6 +9,8 @@
  *   where each version runs: 'native-cuda', 'native-host' or 'onnxruntime'.
  *   `status` is 'degraded' (503, with a `reason`) once the CUDA device was
  *   lost: models still answer on CPU, but the pod should be replaced.
+ *   With --routes, `routes` shows each route's arms, weights, breakers and
+ *   rollbacks (an open breaker does not change `status`).
  *
  * With --require-api-key, `/healthz` lists the models only for the admin
  * tenant's key; any other caller gets the bare `{status}`.
@@ -33,6 +35,8 @@ export interface HealthReport {
   readonly status: 'ready' | 'not_ready' | 'degraded' | 'draining';
   readonly models: readonly HealthModelEntry[];
   readonly reason?: string;
+  /** With --routes: the routes file, its last reload, and each route's arms, weights, breakers and rollbacks. */
+  readonly routes?: unknown;
 }
 
 export interface HealthProbes {

@@ -15,7 +15,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Metadata } from '@grpc/grpc-js';
 import { invalidArgument } from '../../common/serving-error.js';
-import type { InferenceRunner } from '../inference-runner.js';
+import type { InferencePath } from '../inference-runner.js';
+import { peerAddress, requestView } from '../../routing/arm-choice.js';
 import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
 import { readBody } from './body-reader.js';
 import { sendBody, sendError, type Exchange } from './http-reply.js';
@@ -31,7 +32,7 @@ const METHOD = 'HTTP ModelInfer';
 
 export class InferEndpoint {
   constructor(
-    private readonly runner: InferenceRunner,
+    private readonly runner: InferencePath,
     private readonly maxBodyBytes: number,
     private readonly admission: HttpAdmission,
   ) {}
@@ -43,7 +44,9 @@ export class InferEndpoint {
       const caller = this.admission.admit('ModelInfer', request);
       const body = await readBody(request, this.maxBodyBytes);
       const decoded = decodeInferRequest(modelName, modelVersion, body, inferenceHeaderLength(request));
-      const answer = await this.runner.infer(decoded.request, { ...context, caller }, METHOD);
+      // The headers and the peer choose a route's arm (src/server/routing).
+      const view = requestView(request.headers, peerAddress(request.socket.remoteAddress ?? ''));
+      const answer = await this.runner.infer(decoded.request, { ...context, caller, view }, METHOD);
       const { json, binary } = encodeInferResponse(answer, decoded.outputs);
       // As Triton: the header and octet-stream only when binary bytes follow the JSON.
       if (binary.some((part) => part.byteLength > 0)) {

@@ -28,7 +28,7 @@ import type { Logger } from 'pino';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
 import { applyHttpConnectionLimits, type ConnectionLimits } from '../../security/connection-limits.js';
-import type { InferenceRunner } from '../inference-runner.js';
+import type { InferencePath } from '../inference-runner.js';
 import { declaredLength, tooLarge } from './body-reader.js';
 import { answerHealthz, answerLive, answerReady, type HealthProbes } from './health-endpoints.js';
 import { HttpFramingError, sendError, statusOf, type Exchange } from './http-reply.js';
@@ -39,7 +39,8 @@ import type { CallGate } from '../../security/caller.js';
 
 export interface RestServerOptions {
   readonly health: HealthProbes;
-  readonly runner: InferenceRunner;
+  /** The request path (with routes in front when --routes is given). */
+  readonly runner: InferencePath;
   /** The GRPCInferenceService implementation, whose unary RPCs the REST endpoints run (see rest-handlers.ts). */
   readonly protocol: UntypedServiceImplementation;
   /** --max-message-size: the largest request body taken (413 above it). */
