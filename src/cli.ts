@@ -54,6 +54,7 @@ import {
 const USAGE = `usage: hotpath serve --model-repository DIR [options]
        hotpath archive ls|cat DIR        (hotpath archive --help)
        hotpath replay --archive DIR --url HOST:PORT [options]   (hotpath replay --help)
+       hotpath drift-reference --model-dir DIR --archive DIR|--csv FILE   (hotpath drift-reference --help)
        hotpath --version | --help
 
 Boolean flags take --flag, --flag=true|false or --flag true|false. Sizes take
@@ -697,6 +698,7 @@ async function main(argv: string[]): Promise<void> {
   // The archive tools load only when asked for: serve never needs them.
   if (command === 'archive') return (await import('./datachecks/archive/archive-cli.js')).archiveCommand(rest);
   if (command === 'replay') return (await import('./datachecks/archive/replay-cli.js')).replayCommand(rest);
+  if (command === 'drift-reference') return (await import('./datachecks/drift/drift-reference-cli.js')).driftReferenceCommand(rest);
   if (command === '--help' || command === '-h' || command === 'help') return printUsage();
   if (command === '--version') return printVersion();
   // tritonserver has no subcommand: `hotpath --model-store=/mnt/models ...`

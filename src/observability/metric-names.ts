@@ -81,6 +81,11 @@ export const METRIC = {
   archiveRecords: 'hotpath_archive_records_total',
   archiveWrittenBytes: 'hotpath_archive_written_bytes_total',
   archiveDropped: 'hotpath_archive_dropped_total',
+
+  // Drift (src/datachecks/drift): PSI and KS per followed feature, and the state (0 ok, 1 watch, 2 act) per version.
+  driftPsi: 'hotpath_drift_psi',
+  driftKs: 'hotpath_drift_ks',
+  driftState: 'hotpath_drift_state',
 } as const;
 
 /** Label names; values of the enum-valued ones come from the constants below. */
@@ -99,6 +104,10 @@ export const LABEL = {
   arm: 'arm',
   /** How a routed request ended (ROUTE_RESULTS), or how a routes reload ended (RELOAD_RESULTS). */
   result: 'result',
+  /** A tensor a drift reference follows (its name, from the model's config). */
+  tensor: 'tensor',
+  /** A column of that tensor (its index; bounded by hotpath_drift_max_features). */
+  feature: 'feature',
 } as const;
 
 /**

@@ -54,6 +54,19 @@ export interface ArchiveCountsSource {
   readonly dropped: Readonly<Record<ArchiveDropReason, number>>;
 }
 
+/** Drift's gauges (datachecks/drift DriftChecks.gauges). */
+export interface DriftGaugesSource {
+  readonly states: readonly { readonly model: string; readonly version: string; readonly state: number }[];
+  readonly features: readonly {
+    readonly model: string;
+    readonly version: string;
+    readonly tensor: string;
+    readonly feature: number;
+    readonly psi: number;
+    readonly ks: number;
+  }[];
+}
+
 /** Read at scrape time; undefined when the server has no CUDA device. */
 export type GpuSource = () => GpuMemoryStats | undefined;
 
@@ -269,6 +282,39 @@ export class ServerMetrics {
         this.reset();
         const { dropped } = source();
         for (const reason of ARCHIVE_DROP_REASONS) this.inc({ reason }, dropped[reason]);
+      },
+    });
+  }
+
+  /**
+   * Attaches drift's gauges, read at scrape time: a version's series exist
+   * once its first check ran; features are bounded by the reference (at most
+   * hotpath_drift_max_features columns per tensor).
+   */
+  setDriftSource(source: () => DriftGaugesSource): void {
+    const registers = [this.registry];
+    const featureLabels = [LABEL.model, LABEL.version, LABEL.tensor, LABEL.feature];
+    const perFeature = (name: string, help: string, value: (f: DriftGaugesSource['features'][number]) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: featureLabels,
+        registers,
+        collect() {
+          this.reset();
+          for (const f of source().features) this.set({ model: f.model, version: f.version, tensor: f.tensor, feature: String(f.feature) }, value(f));
+        },
+      });
+    perFeature(METRIC.driftPsi, 'Population stability index of a feature: the current window against the reference.', (f) => f.psi);
+    perFeature(METRIC.driftKs, 'Two-sample Kolmogorov-Smirnov statistic of a feature: the current window against the reference.', (f) => f.ks);
+    new Gauge({
+      name: METRIC.driftState,
+      help: 'Drift state of a model version: 0 ok, 1 watch (PSI >= watch threshold), 2 act (PSI >= act threshold).',
+      labelNames: VERSION_LABELS,
+      registers,
+      collect() {
+        this.reset();
+        for (const s of source().states) this.set({ model: s.model, version: s.version }, s.state);
       },
     });
   }

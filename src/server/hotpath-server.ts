@@ -12,6 +12,7 @@
  *   3. in-flight requests finish within `drainTimeoutMs` (then calls are cut);
  *   4. the worker pools close, then the HTTP servers; the memory arena last.
  */
+import path from 'node:path';
 import http from 'node:http';
 import { once } from 'node:events';
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -44,6 +45,11 @@ import { admitService } from './admission.js';
 import { RouteService } from './routing/route-service.js';
 import { RoutedInference } from './routing/routed-inference.js';
 import { PayloadArchive, type ArchiveSettings } from '../datachecks/archive/payload-archive.js';
+import { DriftChecks } from '../datachecks/drift/drift-checks.js';
+import { readReference } from '../datachecks/drift/drift-reference.js';
+import { visibleTo, type Caller } from '../security/caller.js';
+import { notFound } from '../common/serving-error.js';
+import { echo } from '../common/echo.js';
 import type { ReloadResult } from '../routing/routes-reloader.js';
 
 /** AccessSettings: API keys, the admin tenant and restricted groups (security/caller.ts). */
@@ -144,6 +150,8 @@ export class HotpathServer {
   private readonly runner: InferenceRunner;
   /** The payload archive (--archive); undefined when off. */
   private readonly archive: PayloadArchive | undefined;
+  /** Drift checks of the models whose config turns them on (hotpath_drift). */
+  readonly drift: DriftChecks;
   /** The runner behind the routes: what both doors' inference calls. */
   private readonly inference: RoutedInference;
   /** The routes (`--routes`), from `loadModels` on; undefined without a routes file. */
@@ -224,6 +232,13 @@ export class HotpathServer {
     this.archive = options.archive === undefined ? undefined : new PayloadArchive(options.archive, options.logger);
     const archive = this.archive;
     if (archive !== undefined) this.metrics.setArchiveSource(() => archive.counts());
+    this.drift = new DriftChecks({
+      logger: options.logger,
+      modelDir: (model) => path.join(options.modelRepository, model),
+      onDegradedChange: () => this.refreshHealth(),
+      isServing: (version) => this.models.versions(version.modelName).some((served) => served === version),
+    });
+    this.metrics.setDriftSource(() => this.drift.gauges());
     this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
@@ -232,6 +247,7 @@ export class HotpathServer {
       metrics: this.metrics,
       limits: this.tenantLimiter(options.tenantLimits ?? []),
       archive: this.archive,
+      drift: this.drift,
     });
     this.inference = new RoutedInference(this.runner, () => this.routes);
     const identity = { name: options.serverName, version: options.serverVersion, isReady: () => this.isReady() };
@@ -314,6 +330,7 @@ export class HotpathServer {
         maxMessageBytes: this.options.maxMessageBytes,
         logger: this.options.logger,
         connections: this.options.connections,
+        driftReport: (name, version, caller) => this.driftReport(name, version, caller),
       });
       this.tls.http?.follow(server);
       return server;
@@ -421,13 +438,36 @@ export class HotpathServer {
     this.health.setStatus('', this.isReady() ? 'SERVING' : 'NOT_SERVING');
   }
 
+  /**
+   * GET /v2/models/{m}/drift: the versions drift follows (those that served
+   * since load), newest first. `reference` is the newest one's reference, or
+   * the model directory's file before any request, or null when it has none.
+   */
+  async driftReport(name: string, version: string, caller: Caller): Promise<unknown> {
+    if (!this.models.isKnown(name, visibleTo(caller))) throw notFound(`model ${echo(name)} is not found in the repository`);
+    const versions = this.drift
+      .report(name)
+      .filter((entry) => version === '' || entry.version === version)
+      .sort((a, b) => Number(b.version) - Number(a.version));
+    let reference: unknown = versions[0]?.reference ?? null;
+    if (versions.length === 0) {
+      const file = await readReference(path.join(this.options.modelRepository, name)).catch(() => undefined);
+      reference = file === undefined ? null : { source: file.source, rows: file.rows, created: file.created };
+    }
+    return { model: name, reference, versions };
+  }
+
   async healthReport(): Promise<HealthReport> {
-    const models = await this.models.index(false);
+    // A version at drift's 'act' with hotpath_drift_action 'degrade' is marked, and so is the server's status.
+    const models = (await this.models.index(false)).map((entry) =>
+      this.drift.isDegraded(entry.name, entry.version) ? { ...entry, drift: 'act', reason: entry.reason || 'input drift at act' } : entry,
+    );
     const lost = this.deviceHealth.lost;
+    const drifted = this.drift.degradedReason();
     const status =
       this.phase === 'draining' || this.phase === 'stopped'
         ? 'draining'
-        : lost !== undefined
+        : lost !== undefined || (drifted !== undefined && this.isReady())
           ? 'degraded'
           : this.isReady()
             ? 'ready'
@@ -435,7 +475,7 @@ export class HotpathServer {
     return {
       status,
       models,
-      ...(lost !== undefined ? { reason: `CUDA device lost: ${lost}` } : {}),
+      ...(lost !== undefined ? { reason: `CUDA device lost: ${lost}` } : drifted !== undefined ? { reason: drifted } : {}),
       ...(this.routes !== undefined ? { routes: this.routes.healthSnapshot() } : {}),
     };
   }
@@ -477,6 +517,7 @@ export class HotpathServer {
     // Every version destroyed its owner on unload; closing frees whatever is left.
     // Every request is answered: what the archive still holds is written and synced.
     await this.archive?.close();
+    await this.drift.close();
     if (poolsClosed) this.memory.close();
     this.phase = 'stopped';
     this.log.info({ graceful: callsDone && poolsClosed }, 'stopped');

@@ -65,6 +65,8 @@ export interface InferenceRunnerOptions {
   readonly limits?: TenantLimiter | undefined;
   /** The payload archive (--archive): offered each answered request; it never blocks or throws. */
   readonly archive?: { record(entry: ArchiveEntry): void } | undefined;
+  /** Drift checks (models with hotpath_drift on): offered each answered request; it never blocks or throws. */
+  readonly drift?: { record(version: ModelVersion, request: ModelInferRequest, response: ModelInferResponse): void } | undefined;
 }
 
 export class InferenceRunner implements InferencePath {
@@ -119,6 +121,8 @@ export class InferenceRunner implements InferencePath {
         });
       }
       this.archive(request, context, version, elapsedNs(), status.OK, response);
+      // A route's shadow copy is not traffic the model served to clients.
+      if (context.shadow !== true) this.options.drift?.record(version, request, response);
       return response;
     } catch (err) {
       const failure = toServiceError(err);

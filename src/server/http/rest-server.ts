@@ -7,6 +7,7 @@
  *   GET  /v2/models/stats                                 statistics of every model
  *   GET  /v2/models/{m}[/versions/{v}]                    model metadata
  *   GET  /v2/models/{m}[/versions/{v}]/ready|config|stats
+ *   GET  /v2/models/{m}[/versions/{v}]/drift             drift report (datachecks/drift)
  *   POST /v2/models/{m}[/versions/{v}]/infer              inference (infer-endpoint.ts)
  *   POST /v2/repository/index
  *   POST /v2/repository/models/{m}/load|unload
@@ -35,7 +36,8 @@ import { HttpFramingError, sendError, statusOf, type Exchange } from './http-rep
 import { InferEndpoint } from './infer-endpoint.js';
 import { ProtocolEndpoints } from './rest-handlers.js';
 import { HttpAdmission } from './http-admission.js';
-import type { CallGate } from '../../security/caller.js';
+import type { Caller, CallGate } from '../../security/caller.js';
+import { sendJson } from './http-reply.js';
 
 export interface RestServerOptions {
   readonly health: HealthProbes;
@@ -52,6 +54,8 @@ export interface RestServerOptions {
   readonly tls?: https.ServerOptions | undefined;
   /** Idle and request timeouts, requests per connection (`--http-idle-timeout`...); default: security/connection-limits.ts. */
   readonly connections?: ConnectionLimits | undefined;
+  /** GET /v2/models/{m}[/versions/{v}]/drift: the model's drift report (throws NOT_FOUND for an unknown model). */
+  readonly driftReport?: ((name: string, version: string, caller: Caller) => Promise<unknown>) | undefined;
 }
 
 type Endpoint = (exchange: Exchange, ...segments: string[]) => Promise<void> | void;
@@ -66,7 +70,7 @@ const MODEL = '/v2/models/([^/]+)(?:/versions/([0-9]+))?';
 
 const SERVED =
   'GET /v2, /v2/health/live, /v2/health/ready, /healthz, /v2/models/stats, ' +
-  '/v2/models/{model}[/versions/{version}][/ready|/config|/stats]; ' +
+  '/v2/models/{model}[/versions/{version}][/ready|/config|/stats|/drift]; ' +
   'POST /v2/models/{model}[/versions/{version}]/infer, /v2/repository/index, /v2/repository/models/{model}/load|unload';
 
 export function createRestHttpServer(options: RestServerOptions): http.Server {
@@ -74,7 +78,7 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   const admission = new HttpAdmission(options.gate, options.logger);
   const protocol = new ProtocolEndpoints(options.protocol, options.maxMessageBytes, admission);
   const inference = new InferEndpoint(options.runner, options.maxMessageBytes, admission);
-  const routes = restRoutes(options.health, admission, protocol, inference);
+  const routes = restRoutes(options.health, admission, protocol, inference, options.driftReport);
 
   const handle = (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!;
@@ -100,7 +104,13 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   return server;
 }
 
-function restRoutes(health: HealthProbes, admission: HttpAdmission, protocol: ProtocolEndpoints, inference: InferEndpoint): Route[] {
+function restRoutes(
+  health: HealthProbes,
+  admission: HttpAdmission,
+  protocol: ProtocolEndpoints,
+  inference: InferEndpoint,
+  driftReport: RestServerOptions['driftReport'],
+): Route[] {
   const route = (path: string, methods: Record<string, Endpoint>): Route => ({ path: new RegExp(`^${path}$`), methods });
   // Probes need no API key (restricted groups still apply); /healthz lists the models for the admin only.
   return [
@@ -124,6 +134,14 @@ function restRoutes(health: HealthProbes, admission: HttpAdmission, protocol: Pr
     route(`${MODEL}/ready`, { GET: (exchange, name, version) => protocol.modelReady(exchange, name!, version!) }),
     route(`${MODEL}/config`, { GET: (exchange, name, version) => protocol.modelConfig(exchange, name!, version!) }),
     route(`${MODEL}/stats`, { GET: (exchange, name, version) => protocol.modelStatistics(exchange, name!, version!) }),
+    // Drift reads like statistics: the same restricted-API group and key scope.
+    route(`${MODEL}/drift`, {
+      GET: async ({ request, response }, name, version) => {
+        const caller = admission.admit('ModelStatistics', request);
+        if (driftReport === undefined) throw notFound(`model ${echo(name!)} is not found in the repository`);
+        sendJson(response, 200, await driftReport(name!, version!, caller));
+      },
+    }),
     route(`${MODEL}/infer`, { POST: (exchange, name, version) => inference.infer(exchange, name!, version!) }),
     route('/v2/repository/index', { POST: (exchange) => protocol.repositoryIndex(exchange) }),
     route('/v2/repository/models/([^/]+)/load', { POST: (exchange, name) => protocol.loadModel(exchange, name!) }),
