@@ -40,6 +40,7 @@ import { RestrictedApiSpecError } from './security/restricted-api.js';
 import { readRoutesFile, RoutesFileError } from './routing/routes-file.js';
 import { ARCHIVE_USAGE, archiveFlagOptions, archiveSettings } from './datachecks/archive/archive-options.js';
 import type { ArchiveSettings } from './datachecks/archive/payload-archive.js';
+import { CACHE_USAGE, cacheFlagOptions, cacheSizeBytes } from './datachecks/cache/cache-options.js';
 import {
   aliasedFlag,
   booleanFlag,
@@ -146,7 +147,7 @@ options:
   --shadow-queue-size N        shadow requests waiting, all routes together (default 256); beyond it
                                they are dropped and counted
   --shadow-concurrency N       shadow requests running at once (default 2)
-${ARCHIVE_USAGE}  --device N                   the CUDA device for the device ledger and the native executor (default 0)
+${ARCHIVE_USAGE}${CACHE_USAGE}  --device N                   the CUDA device for the device ledger and the native executor (default 0)
   --device-memory-capacity SIZE
                                device ledger capacity, all tenants together (default: the device's memory)
   --tenant-device NAME:QUOTA   a tenant's hard quota on device memory, e.g. ads:4GiB (repeatable)
@@ -230,6 +231,8 @@ export interface ServeOptions {
   shadowConcurrency: number;
   /** `--archive DIR` and its flags: the payload archive; undefined: off. */
   archive: ArchiveSettings | undefined;
+  /** `--cache-config local,size=BYTES`: the response cache's size; undefined: no cache. */
+  responseCacheBytes: number | undefined;
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -301,6 +304,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'shadow-queue-size': { type: 'string', default: '256' },
       'shadow-concurrency': { type: 'string', default: '2' },
       ...archiveFlagOptions(),
+      ...cacheFlagOptions(),
       device: { type: 'string', default: '0' },
       'device-memory-capacity': { type: 'string' },
       'tenant-device': { type: 'string', multiple: true, default: [] },
@@ -349,6 +353,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     shadowQueueSize: integerFlag('--shadow-queue-size', values['shadow-queue-size'] as string, 1, 1_000_000),
     shadowConcurrency: integerFlag('--shadow-concurrency', values['shadow-concurrency'] as string, 1, 1024),
     archive: archiveSettings(values),
+    responseCacheBytes: cacheSizeBytes(values),
   };
 }
 

@@ -2,10 +2,11 @@
 // Add a suite by writing bench/suites/<name>.ts (a BenchSuite) and listing it
 // here.
 import { arenaSuite } from './arena.js';
+import { datachecksSuite } from './datachecks.js';
 import { gpuSuite } from './gpu.js';
 import { patrolSuite } from './patrol.js';
 import { routesSuite } from './routes.js';
 import { serveSuite } from './serve.js';
 import type { BenchSuite } from './suite.js';
 
-export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite, gpuSuite, routesSuite].map((suite) => [suite.name, suite]));
+export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite, gpuSuite, routesSuite, datachecksSuite].map((suite) => [suite.name, suite]));

@@ -25,6 +25,11 @@ export const METRIC = {
   computeInputDurationUs: 'nv_inference_compute_input_duration_us',
   computeInferDurationUs: 'nv_inference_compute_infer_duration_us',
   computeOutputDurationUs: 'nv_inference_compute_output_duration_us',
+  // Triton's per-model response cache counters (--cache-config, response_cache { enable: true }).
+  cacheHits: 'nv_cache_num_hits_per_model',
+  cacheMisses: 'nv_cache_num_misses_per_model',
+  cacheHitDurationUs: 'nv_cache_hit_duration_per_model',
+  cacheMissDurationUs: 'nv_cache_miss_duration_per_model',
   // Triton-compatible gauges: seconds the version's last load took; the host's CPU and memory.
   modelLoadDurationSecs: 'nv_model_load_duration_secs',
   cpuUtilization: 'nv_cpu_utilization',

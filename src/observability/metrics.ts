@@ -359,6 +359,10 @@ export class ServerMetrics {
     counter(METRIC.computeInputDurationUs, 'Cumulative compute input duration in microseconds.', (s) => us(s.computeInputNs));
     counter(METRIC.computeInferDurationUs, 'Cumulative compute inference duration in microseconds.', (s) => us(s.computeInferNs));
     counter(METRIC.computeOutputDurationUs, 'Cumulative inference compute output duration in microseconds.', (s) => us(s.computeOutputNs));
+    counter(METRIC.cacheHits, 'Number of cache hits per model.', (s) => s.cacheHitCount);
+    counter(METRIC.cacheMisses, 'Number of cache misses per model.', (s) => s.cacheMissCount);
+    counter(METRIC.cacheHitDurationUs, 'Total cache hit duration per model, in microseconds.', (s) => us(s.cacheHitNs));
+    counter(METRIC.cacheMissDurationUs, 'Total cache miss (insert+lookup) duration per model, in microseconds.', (s) => us(s.cacheMissNs));
   }
 
   private defineVersionGauges(): void {

@@ -38,6 +38,11 @@ export interface StatisticsSnapshot {
   readonly computeInputNs: number;
   readonly computeInferNs: number;
   readonly computeOutputNs: number;
+  /** Response cache (Triton's cache_hit / cache_miss): count and cumulative ns. */
+  readonly cacheHitCount: number;
+  readonly cacheHitNs: number;
+  readonly cacheMissCount: number;
+  readonly cacheMissNs: number;
 }
 
 export class InferenceStatistics {
@@ -47,6 +52,8 @@ export class InferenceStatistics {
   private readonly computeInput = zero();
   private readonly computeInfer = zero();
   private readonly computeOutput = zero();
+  private readonly cacheHit = zero();
+  private readonly cacheMiss = zero();
   private readonly batches = new Map<number, { input: Duration; infer: Duration; output: Duration }>();
   private inferenceCount = 0;
   private executionCount = 0;
@@ -62,6 +69,23 @@ export class InferenceStatistics {
     add(this.computeOutput, timing.computeOutputNs);
     this.inferenceCount += batchSize;
     this.lastInferenceMs = Date.now();
+  }
+
+  /**
+   * One request answered from the response cache, as Triton counts it: a
+   * success and its rows, with `lookupNs` under cache_hit; no queue, compute
+   * or execution (none ran).
+   */
+  recordCacheHit(batchSize: number, totalNs: number, lookupNs: number): void {
+    add(this.success, totalNs);
+    add(this.cacheHit, lookupNs);
+    this.inferenceCount += batchSize;
+    this.lastInferenceMs = Date.now();
+  }
+
+  /** A cache miss: its lookup and insertion time under cache_miss (the run itself is counted as any). */
+  recordCacheMiss(cacheNs: number): void {
+    add(this.cacheMiss, cacheNs);
   }
 
   /** One model execution of `batchSize` rows (one per request until batching lands). */
@@ -95,6 +119,10 @@ export class InferenceStatistics {
       computeInputNs: this.computeInput.ns,
       computeInferNs: this.computeInfer.ns,
       computeOutputNs: this.computeOutput.ns,
+      cacheHitCount: this.cacheHit.count,
+      cacheHitNs: this.cacheHit.ns,
+      cacheMissCount: this.cacheMiss.count,
+      cacheMissNs: this.cacheMiss.ns,
     };
   }
 
@@ -112,8 +140,8 @@ export class InferenceStatistics {
         computeInput: proto(this.computeInput),
         computeInfer: proto(this.computeInfer),
         computeOutput: proto(this.computeOutput),
-        cacheHit: proto(zero()),
-        cacheMiss: proto(zero()),
+        cacheHit: proto(this.cacheHit),
+        cacheMiss: proto(this.cacheMiss),
       },
       batchStats: [...this.batches.entries()]
         .sort(([a], [b]) => a - b)

@@ -129,6 +129,7 @@ function locateError(text: string, message: string, exact: boolean): { line: num
 const SUPPORTED_MODEL_FIELDS = new Set([
   'name', 'platform', 'backend', 'max_batch_size', 'input', 'output', 'version_policy',
   'instance_group', 'dynamic_batching', 'model_warmup', 'parameters', 'default_model_filename',
+  'response_cache',
 ]);
 const SUPPORTED_TENSOR_FIELDS = new Set(['name', 'data_type', 'dims', 'reshape']);
 const SUPPORTED_INSTANCE_GROUP_FIELDS = new Set(['count', 'kind', 'name', 'gpus']);

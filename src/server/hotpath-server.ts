@@ -18,7 +18,7 @@ import { once } from 'node:events';
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { GRPCInferenceService } from '../generated/grpc_service_pb.js';
+import { GRPCInferenceService, type ModelInferResponse } from '../generated/grpc_service_pb.js';
 import { ModelManager } from '../repository/model-manager.js';
 import { AccessLog } from '../observability/access-log.js';
 import { createMetricsHttpServer } from '../observability/metrics-http.js';
@@ -47,6 +47,8 @@ import { RoutedInference } from './routing/routed-inference.js';
 import { PayloadArchive, type ArchiveSettings } from '../datachecks/archive/payload-archive.js';
 import { DriftChecks } from '../datachecks/drift/drift-checks.js';
 import { readReference } from '../datachecks/drift/drift-reference.js';
+import { ResponseCache } from '../datachecks/cache/response-cache.js';
+import { arenaCharge } from '../datachecks/cache/cache-charge.js';
 import { visibleTo, type Caller } from '../security/caller.js';
 import { notFound } from '../common/serving-error.js';
 import { echo } from '../common/echo.js';
@@ -121,6 +123,8 @@ export interface ServerOptions extends AccessSettings {
   readonly shadowConcurrency?: number | undefined;
   /** The payload archive (`--archive DIR`...; src/datachecks/archive); undefined: off. */
   readonly archive?: ArchiveSettings | undefined;
+  /** The response cache's size (`--cache-config local,size=BYTES`; src/datachecks/cache); undefined: off. */
+  readonly responseCacheBytes?: number | undefined;
   readonly serverName: string;
   readonly serverVersion: string;
   readonly logger: Logger;
@@ -152,6 +156,8 @@ export class HotpathServer {
   private readonly archive: PayloadArchive | undefined;
   /** Drift checks of the models whose config turns them on (hotpath_drift). */
   readonly drift: DriftChecks;
+  /** The response cache (--cache-config); undefined when off. */
+  private readonly responseCache: ResponseCache<ModelInferResponse> | undefined;
   /** The runner behind the routes: what both doors' inference calls. */
   private readonly inference: RoutedInference;
   /** The routes (`--routes`), from `loadModels` on; undefined without a routes file. */
@@ -239,6 +245,10 @@ export class HotpathServer {
       isServing: (version) => this.models.versions(version.modelName).some((served) => served === version),
     });
     this.metrics.setDriftSource(() => this.drift.gauges());
+    this.responseCache =
+      options.responseCacheBytes === undefined
+        ? undefined
+        : new ResponseCache({ sizeBytes: options.responseCacheBytes, charge: arenaCharge(this.memory.arena) });
     this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
@@ -248,6 +258,7 @@ export class HotpathServer {
       limits: this.tenantLimiter(options.tenantLimits ?? []),
       archive: this.archive,
       drift: this.drift,
+      responseCache: this.responseCache,
     });
     this.inference = new RoutedInference(this.runner, () => this.routes);
     const identity = { name: options.serverName, version: options.serverVersion, isReady: () => this.isReady() };
@@ -518,6 +529,7 @@ export class HotpathServer {
     // Every request is answered: what the archive still holds is written and synced.
     await this.archive?.close();
     await this.drift.close();
+    this.responseCache?.clear();
     if (poolsClosed) this.memory.close();
     this.phase = 'stopped';
     this.log.info({ graceful: callsDone && poolsClosed }, 'stopped');

@@ -31,6 +31,8 @@ import type { RequestContext } from './request-context.js';
 import { scopeFailure, visibleTo, type Caller } from '../security/caller.js';
 import type { RequestView } from '../routing/arm-choice.js';
 import type { ArchiveEntry } from '../datachecks/archive/payload-archive.js';
+import type { ResponseCache } from '../datachecks/cache/response-cache.js';
+import { cacheableBy, cachedAnswer } from '../datachecks/cache/cached-inference.js';
 
 /**
  * A request's context with the caller its door admitted (security/caller.ts),
@@ -67,6 +69,8 @@ export interface InferenceRunnerOptions {
   readonly archive?: { record(entry: ArchiveEntry): void } | undefined;
   /** Drift checks (models with hotpath_drift on): offered each answered request; it never blocks or throws. */
   readonly drift?: { record(version: ModelVersion, request: ModelInferRequest, response: ModelInferResponse): void } | undefined;
+  /** The response cache (--cache-config); models opt in with response_cache { enable: true }. */
+  readonly responseCache?: ResponseCache<ModelInferResponse> | undefined;
 }
 
 export class InferenceRunner implements InferencePath {
@@ -113,7 +117,11 @@ export class InferenceRunner implements InferencePath {
       // The model's tenant's rate and in-flight limits: after everything that
       // decides whether the caller may use the model at all, before any memory is taken.
       release = context.shadow === true ? undefined : this.options.limits?.admit(version.tenant);
-      const response = await this.run(request, version, context, elapsedNs);
+      const resolved = version;
+      const run = () => this.run(request, resolved, context, elapsedNs);
+      // A route's shadow copy exercises the model itself: never answered from the cache.
+      const cache = context.shadow === true || !cacheableBy(request, version) ? undefined : this.options.responseCache;
+      const response = cache === undefined ? await run() : await cachedAnswer(cache, request, version, elapsedNs, run);
       if (this.options.accessLog.sampleSuccess()) {
         this.options.accessLog.recordSampledSuccess({
           ...this.describe(request, context, method, version, elapsedNs()),

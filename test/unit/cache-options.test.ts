@@ -1,0 +1,29 @@
+/**
+ * `--cache-config` (src/datachecks/cache/cache-options.ts): Triton's
+ * `local,size=BYTES`, byte sizes, off at 0, and one message per mistake.
+ */
+import { describe, expect, it } from 'vitest';
+import { cacheSizeBytes } from '../../src/datachecks/cache/cache-options.js';
+import { UsageError } from '../../src/cli-flags.js';
+
+describe('--cache-config', () => {
+  it('takes the local cache size, in bytes or a size', () => {
+    expect(cacheSizeBytes({ 'cache-config': ['local,size=1048576'] })).toBe(1048576);
+    expect(cacheSizeBytes({ 'cache-config': ['local,size=2MiB'] })).toBe(2 * 1024 * 1024);
+    expect(cacheSizeBytes({ 'cache-config': ['local,size=1', 'local,size=10'] })).toBe(10);
+  });
+
+  it('is off without the flag or at size 0', () => {
+    expect(cacheSizeBytes({ 'cache-config': [] })).toBeUndefined();
+    expect(cacheSizeBytes({})).toBeUndefined();
+    expect(cacheSizeBytes({ 'cache-config': ['local,size=0'] })).toBeUndefined();
+  });
+
+  it('refuses other caches, keys and sizes', () => {
+    expect(() => cacheSizeBytes({ 'cache-config': ['redis,host=x'] })).toThrow(UsageError);
+    expect(() => cacheSizeBytes({ 'cache-config': ['redis,host=x'] })).toThrow(/--cache-config: expected 'local,<key>=<value>'.*got 'redis,host=x'/);
+    expect(() => cacheSizeBytes({ 'cache-config': ['local,bytes=10'] })).toThrow(/expected 'local,size=<bytes>'/);
+    expect(() => cacheSizeBytes({ 'cache-config': ['local'] })).toThrow(/expected 'local,size=<bytes>'/);
+    expect(() => cacheSizeBytes({ 'cache-config': ['local,size=lots'] })).toThrow(/--cache-config local,size/);
+  });
+});
