@@ -93,6 +93,48 @@ describe('DriftChecks', () => {
     }
   });
 
+  it('with a time window, counts only rows recorded within it', async () => {
+    const logger = pino({ level: 'silent' });
+    let nowMs = 1_000_000;
+    const checks = new DriftChecks({ logger, modelDir: (model) => path.join(dir, model), now: () => nowMs });
+    const parameter = (value: string) => ({ stringValue: value });
+    const version: DriftVersion = {
+      modelName: 'm',
+      versionLabel: '2',
+      config: {
+        parameters: {
+          hotpath_drift: parameter('on'),
+          hotpath_drift_window: parameter('1000'),
+          hotpath_drift_window_s: parameter('60'),
+          hotpath_drift_min_rows: parameter('100'),
+          hotpath_drift_interval_ms: parameter('50'),
+        },
+      },
+    };
+    try {
+      // 4 shifted requests (200 rows) recorded, then 2 minutes pass: they fall out of the window.
+      for (let seed = 200; seed < 204; seed++) {
+        const { request, response } = exchange(seed, 1);
+        checks.record(version, request, response);
+      }
+      await until(() => (checks.report('m')[0]?.window_rows ?? 0) === 200);
+      expect(checks.report('m')[0]).toMatchObject({ window_rows: 200 });
+      nowMs += 120_000;
+      expect(checks.report('m')[0]).toMatchObject({ window_rows: 0 });
+      // 4 unshifted requests now: the window holds only them, and the state is ok.
+      for (let seed = 300; seed < 304; seed++) {
+        const { request, response } = exchange(seed, 0);
+        checks.record(version, request, response);
+      }
+      await until(() => checks.gauges().states.length > 0);
+      expect(checks.report('m')[0]).toMatchObject({ window_rows: 200, state: 'ok' });
+      expect(checks.report('m')[0]!.features[0]).toMatchObject({ rows: 200 });
+      expect(checks.report('m')[0]!.features[0]!.psi).toBeLessThan(0.1);
+    } finally {
+      await checks.close();
+    }
+  });
+
   it('ignores models that do not turn drift on', async () => {
     const checks = new DriftChecks({ logger: pino({ level: 'silent' }), modelDir: (model) => path.join(dir, model) });
     const { request, response } = exchange(0, 0);

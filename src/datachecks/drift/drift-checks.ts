@@ -4,7 +4,8 @@
  * The request path calls `record()`: a sampling decision and a push of the
  * request and answer, by reference, to a bounded queue. A later turn of the
  * event loop decodes them and copies the numeric columns into each version's
- * ring (the last `windowRows` rows). A timer per version (unref'd) copies the
+ * ring (the last `windowRows` rows, and with a time window only those recorded
+ * in the last `windowSeconds`). A timer per version (unref'd) copies the
  * ring's columns and sends them to one compute thread (worker_threads), which
  * computes PSI and KS against the reference; the answer sets the gauges, the
  * state (0 ok, 1 watch, 2 act, from the largest PSI), a log line when the
@@ -62,33 +63,47 @@ export interface VersionDriftReport {
 const QUEUE_LIMIT = 256;
 const DECODE_SLICE = 32;
 
-/** A tensor's rows, newest last: a ring of `capacity` rows of `columns` values. */
+/**
+ * A tensor's rows, newest last: a ring of `capacity` rows of `columns` values,
+ * each row stamped with when it was recorded, so a time window
+ * (hotpath_drift_window_s) can leave out rows older than it.
+ */
 class ColumnRing {
   private readonly values: Float64Array;
+  private readonly times: Float64Array;
   private next = 0;
   private filled = 0;
 
   constructor(readonly kind: TensorKind, readonly name: string, readonly columns: number, private readonly capacity: number) {
     this.values = new Float64Array(columns * capacity);
+    this.times = new Float64Array(capacity);
   }
 
-  get rows(): number {
-    return this.filled;
+  /** Rows in the window: those recorded at or after `sinceMs` (all of them for -Infinity). */
+  rows(sinceMs: number): number {
+    if (sinceMs === -Infinity) return this.filled;
+    let count = 0;
+    for (let row = 0; row < this.filled; row += 1) if (this.times[row]! >= sinceMs) count += 1;
+    return count;
   }
 
-  push(data: ArrayLike<number>, rows: number, stride: number): void {
+  push(data: ArrayLike<number>, rows: number, stride: number, nowMs: number): void {
     for (let row = 0; row < rows; row += 1) {
       const at = this.next * this.columns;
       for (let column = 0; column < this.columns; column += 1) this.values[at + column] = data[row * stride + column]!;
+      this.times[this.next] = nowMs;
       this.next = (this.next + 1) % this.capacity;
       this.filled = Math.min(this.filled + 1, this.capacity);
     }
   }
 
-  /** A copy of one column's filled rows. */
-  column(index: number): Float64Array {
-    const out = new Float64Array(this.filled);
-    for (let row = 0; row < this.filled; row += 1) out[row] = this.values[row * this.columns + index]!;
+  /** A copy of one column's rows recorded at or after `sinceMs`. */
+  column(index: number, sinceMs: number): Float64Array {
+    const out = new Float64Array(this.rows(sinceMs));
+    let at = 0;
+    for (let row = 0; row < this.filled; row += 1) {
+      if (this.times[row]! >= sinceMs) out[at++] = this.values[row * this.columns + index]!;
+    }
     return out;
   }
 }
@@ -105,9 +120,15 @@ class VersionDrift {
 
   constructor(readonly version: DriftVersion, readonly settings: DriftSettings) {}
 
-  get windowRows(): number {
+  /** The oldest time a row may have to be in the window: -Infinity without a time window. */
+  windowStart(nowMs: number): number {
+    return this.settings.windowSeconds > 0 ? nowMs - this.settings.windowSeconds * 1000 : -Infinity;
+  }
+
+  windowRows(nowMs: number): number {
+    const since = this.windowStart(nowMs);
     let rows = 0;
-    for (const ring of this.rings.values()) rows = Math.max(rows, ring.rows);
+    for (const ring of this.rings.values()) rows = Math.max(rows, ring.rows(since));
     return rows;
   }
 }
@@ -123,10 +144,13 @@ export interface DriftChecksOptions {
    * a reload) is forgotten at its next tick, and its series go. Default: always.
    */
   readonly isServing?: (version: DriftVersion) => boolean;
+  /** Epoch ms, for the time window (tests pass their own). Default: Date.now. */
+  readonly now?: () => number;
 }
 
 export class DriftChecks {
   private readonly log: Logger;
+  private readonly now: () => number;
   private readonly versions = new Map<string, VersionDrift>();
   private queue: { version: DriftVersion; request: ModelInferRequest; response: ModelInferResponse }[] = [];
   private drainScheduled = false;
@@ -137,6 +161,7 @@ export class DriftChecks {
 
   constructor(private readonly options: DriftChecksOptions) {
     this.log = options.logger.child({ component: 'drift' });
+    this.now = options.now ?? Date.now;
   }
 
   /** The request path: an answered request of `version`. Never throws, never blocks. */
@@ -227,7 +252,7 @@ export class DriftChecks {
         entry.rings.set(key, ring);
       }
       if (table.columns < ring.columns) continue;
-      ring.push(values, table.rows, table.columns);
+      ring.push(values, table.rows, table.columns, this.now());
     }
   }
 
@@ -244,14 +269,16 @@ export class DriftChecks {
   /** Computes the version's PSI and KS on the compute thread (at most one check at a time per version). */
   private async check(entry: VersionDrift): Promise<void> {
     const reference = entry.reference;
-    if (this.closed || entry.computing || !reference || entry.windowRows < entry.settings.minRows) return;
+    const now = this.now();
+    if (this.closed || entry.computing || !reference || entry.windowRows(now) < entry.settings.minRows) return;
+    const since = entry.windowStart(now);
     const wanted: { tensor: string; kind: TensorKind; feature: number; job: ComputeJob['features'][number] }[] = [];
     for (const tensor of reference.tensors) {
       const ring = entry.rings.get(`${tensor.kind}\u0000${tensor.name}`);
       if (ring === undefined) continue;
       for (const feature of tensor.features) {
         if (feature.index >= ring.columns) continue;
-        wanted.push({ tensor: tensor.name, kind: tensor.kind, feature: feature.index, job: { reference: feature, values: ring.column(feature.index) } });
+        wanted.push({ tensor: tensor.name, kind: tensor.kind, feature: feature.index, job: { reference: feature, values: ring.column(feature.index, since) } });
       }
     }
     if (wanted.length === 0) return;
@@ -336,7 +363,7 @@ export class DriftChecks {
         version: e.version.versionLabel,
         reference: e.reference ? { source: e.reference.source, rows: e.reference.rows, created: e.reference.created } : null,
         ...(e.capture !== undefined ? { capturing: { rows: e.capture.rows, of: e.settings.captureRows } } : {}),
-        window_rows: e.windowRows,
+        window_rows: e.windowRows(this.now()),
         state: e.state === undefined ? null : DRIFT_STATE_NAMES[e.state],
         thresholds: { watch: e.settings.watch, act: e.settings.act },
         action: e.settings.action,

@@ -4,7 +4,9 @@
  *     parameters { key: "hotpath_drift" value: { string_value: "on" } }
  *
  * and optionally hotpath_drift_sample_rate (0..1, default 1),
- * hotpath_drift_window (rows, default 10000), hotpath_drift_max_features
+ * hotpath_drift_window (rows, default 10000), hotpath_drift_window_s (a time
+ * window in seconds on top of the row bound; 0, the default, means none),
+ * hotpath_drift_max_features
  * (default 32), hotpath_drift_watch / hotpath_drift_act (PSI thresholds,
  * 0.1 and 0.25), hotpath_drift_action ('alert' or 'degrade'),
  * hotpath_drift_capture (N: with no reference file, the first N rows served
@@ -24,6 +26,8 @@ export type DriftAction = 'alert' | 'degrade';
 export interface DriftSettings {
   readonly sampleRate: number;
   readonly windowRows: number;
+  /** 0: no time window; otherwise only rows recorded in the last this many seconds count. */
+  readonly windowSeconds: number;
   readonly maxFeatures: number;
   readonly watch: number;
   readonly act: number;
@@ -36,6 +40,7 @@ export interface DriftSettings {
 export const DRIFT_DEFAULTS: DriftSettings = {
   sampleRate: 1,
   windowRows: 10_000,
+  windowSeconds: 0,
   maxFeatures: DEFAULT_MAX_FEATURES,
   watch: 0.1,
   act: 0.25,
@@ -49,6 +54,7 @@ type Numeric = { key: keyof DriftSettings; parameter: string; min: number; max: 
 const NUMERIC: readonly Numeric[] = [
   { key: 'sampleRate', parameter: 'hotpath_drift_sample_rate', min: 0, max: 1, integer: false },
   { key: 'windowRows', parameter: 'hotpath_drift_window', min: 1, max: 10_000_000, integer: true },
+  { key: 'windowSeconds', parameter: 'hotpath_drift_window_s', min: 0, max: 30 * 86_400, integer: false },
   { key: 'maxFeatures', parameter: 'hotpath_drift_max_features', min: 1, max: 4096, integer: true },
   { key: 'watch', parameter: 'hotpath_drift_watch', min: 0, max: 1e9, integer: false },
   { key: 'act', parameter: 'hotpath_drift_act', min: 0, max: 1e9, integer: false },
