@@ -28,7 +28,6 @@
 // rounds), throughput and p50/p99 (medians over rounds), and the ratios to off.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -43,6 +42,7 @@ import { checkInferResponse, connect, encodeInferRequests, unaryCall, type Infer
 import { readModel } from '../load/model-repository.js';
 import { startServer, type ServerProcess } from '../load/server-process.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './suite.js';
+import { scrapeText as scrape } from '../load/metrics-scrape.js';
 
 const MODEL = 'ctr_mlp';
 const CTR: InferShape = { model: MODEL, input: 'features', output: 'score', rows: 1, width: 32 };
@@ -130,19 +130,6 @@ function clockTicksPerSecond(): number {
   const out = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
   const value = Number(out.stdout?.trim());
   return Number.isFinite(value) && value > 0 ? value : 100;
-}
-
-async function scrape(port: number): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    const request = http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false, timeout: 5000 }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => (response.statusCode === 200 ? resolve(text) : reject(new Error(`GET /metrics answered ${response.statusCode}`))));
-    });
-    request.on('timeout', () => request.destroy(new Error('GET /metrics timed out')));
-    request.on('error', reject);
-  });
 }
 
 /** Sums of every series of the metrics whose names start with one of `prefixes`, by name. */

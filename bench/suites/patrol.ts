@@ -9,7 +9,6 @@
 // from its /metrics. Everything is on 127.0.0.1, bounded in count and time,
 // and every child is killed when the suite ends or fails.
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -28,6 +27,7 @@ import {
   type PhaseSummary,
 } from '../report/patrol-result.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './suite.js';
+import { scrape } from '../load/metrics-scrape.js';
 
 const MODEL = 'ctr_mlp';
 const INFER: InferShape = { model: MODEL, input: 'features', output: 'score', rows: 1, width: 32 };
@@ -52,26 +52,6 @@ const SEED = 606;
 const DEADLINE_MS = 10_000;
 /** Nothing in the suite may take longer than this; then every child is killed. */
 const SUITE_TIMEOUT_MS = 120_000;
-
-async function scrape(port: number): Promise<Map<string, number>> {
-  const body = await new Promise<string>((resolve, reject) => {
-    const request = http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false, timeout: 5000 }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => (response.statusCode === 200 ? resolve(text) : reject(new Error(`GET /metrics answered ${response.statusCode}`))));
-    });
-    request.on('timeout', () => request.destroy(new Error('GET /metrics timed out')));
-    request.on('error', reject);
-  });
-  const samples = new Map<string, number>();
-  for (const line of body.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const split = line.lastIndexOf(' ');
-    samples.set(line.slice(0, split), Number(line.slice(split + 1)));
-  }
-  return samples;
-}
 
 /** The default tenant's allocated + reserved arena bytes. */
 function ledgerBytes(metrics: Map<string, number>): number {

@@ -10,7 +10,6 @@
 // shared machine falls on all three alike. The figure is the primary's p99
 // with the slow shadow over its p99 without (target <= 1.10): medians over
 // the rounds, each round's p99 from its own trial.
-import http from 'node:http';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +22,7 @@ import { startServer, type ServerProcess } from '../load/server-process.js';
 import { closedPoint, type LoadTarget, type PointSettings } from '../load/trials.js';
 import type { ServePoint } from '../report/serve-result.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './suite.js';
+import { scrape } from '../load/metrics-scrape.js';
 
 const PRIMARY = 'ctr_mlp';
 const SHADOW = 'ctr_mlp_shadow';
@@ -110,26 +110,6 @@ function writeSetup(root: string, plan: Plan): { repository: string; routes: str
   const routes = path.join(dir, 'routes.yaml');
   writeFileSync(routes, routesYaml(plan));
   return { repository, routes, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-async function scrape(port: number): Promise<Map<string, number>> {
-  const body = await new Promise<string>((resolve, reject) => {
-    const request = http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false, timeout: 5000 }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => (response.statusCode === 200 ? resolve(text) : reject(new Error(`GET /metrics answered ${response.statusCode}`))));
-    });
-    request.on('timeout', () => request.destroy(new Error('GET /metrics timed out')));
-    request.on('error', reject);
-  });
-  const samples = new Map<string, number>();
-  for (const line of body.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const split = line.lastIndexOf(' ');
-    samples.set(line.slice(0, split), Number(line.slice(split + 1)));
-  }
-  return samples;
 }
 
 /** Sum of every series of `name` (any labels). */

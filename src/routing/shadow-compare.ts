@@ -14,6 +14,7 @@
  * only is an infinite difference; NaN on both sides, or equal infinities, is
  * no difference.
  */
+import { absDiff } from '../tensor/value-difference.js';
 
 /** One output's elements: a typed array (BigInt64Array included) or a plain array. */
 export type NumericValues = ArrayLike<number> | ArrayLike<bigint>;
@@ -63,14 +64,6 @@ export function compareOutputs(
   return { ok: true, maxAbsDiff: max, meanAbsDiff: elements === 0 ? 0 : sum / elements, elements };
 }
 
-function absDiff(x: number, y: number): number {
-  if (x === y) return 0;
-  const xNaN = Number.isNaN(x);
-  const yNaN = Number.isNaN(y);
-  if (xNaN && yNaN) return 0;
-  if (xNaN || yNaN) return Infinity;
-  return Math.abs(x - y);
-}
 
 /**
  * Bucket bounds for the absolute-difference histogram: from 1e-6 (float32

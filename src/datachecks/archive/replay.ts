@@ -20,6 +20,7 @@ import type { OutputTensor, Tensor } from '../../client/tensors.js';
 import { fromWireParameters } from '../../client/parameters.js';
 import { ArchiveReader, archivedRequest, archivedResponse, type ArchiveRecord, type SegmentRead } from './archive-reader.js';
 import { asClientInput, decodeAnswer, decodeInputs, numericValues, sameBytes } from './tensor-values.js';
+import { absDiff } from '../../tensor/value-difference.js';
 
 export interface ReplayOptions {
   readonly archiveDir: string;
@@ -209,14 +210,6 @@ export function compareAnswers(
   return differs;
 }
 
-function absDiff(x: number, y: number): number {
-  if (x === y) return 0;
-  const xNaN = Number.isNaN(x);
-  const yNaN = Number.isNaN(y);
-  if (xNaN && yNaN) return 0;
-  if (xNaN || yNaN) return Infinity;
-  return Math.abs(x - y);
-}
 
 /** Nearest-rank percentiles. */
 export function latencyReport(samples: number[]): LatencyReport {
