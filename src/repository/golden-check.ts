@@ -33,6 +33,7 @@ import { elementCount, formatShape } from '../tensor/shape.js';
 import { typedArrayBytes, wireTypeInfo, type NumericArray, type WireDatatype } from '../tensor/wire-types.js';
 import { prepareInference } from '../tensor/infer-request.js';
 import { epochMs, inlineOutputs, type InferResult, type InferTask, type TensorPayload } from '../workers/worker-protocol.js';
+import { halfToFloat } from '../tensor/float16.js';
 
 export const GOLDEN_FOLDER = 'golden';
 export const DEFAULT_GOLDEN_TOLERANCE = 1e-5;
@@ -224,15 +225,6 @@ function matches(expected: Scalar, got: Scalar, tolerance: number): boolean {
 function show(value: Scalar): string {
   if (typeof value === 'number' && !Number.isInteger(value)) return String(Number(value.toPrecision(6)));
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
-}
-
-function halfToFloat(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exponent = (bits >> 10) & 0x1f;
-  const fraction = bits & 0x3ff;
-  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
-  if (exponent === 0x1f) return fraction ? NaN : sign * Infinity;
-  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -11,6 +11,7 @@ import {
 } from '../../generated/grpc_service_pb.js';
 import { decodeOutputs, type OutputTensor, type Tensor } from '../../client/tensors.js';
 import { fromWireParameters, type Parameters } from '../../client/parameters.js';
+import { halfToFloat } from '../../tensor/float16.js';
 
 /** The request's inputs by name, decoded (each a copy). */
 export function decodeInputs(request: ModelInferRequest): Record<string, OutputTensor> {
@@ -77,12 +78,3 @@ function safeNumber(value: bigint): number | string {
   return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : String(value);
 }
 
-/** IEEE 754 half-precision bits to a number. */
-export function halfToFloat(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exponent = (bits >> 10) & 0x1f;
-  const fraction = bits & 0x3ff;
-  if (exponent === 0) return sign * fraction * 2 ** -24;
-  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : Number.NaN;
-  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
-}
