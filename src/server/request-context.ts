@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Metadata } from '@grpc/grpc-js';
+import { epochMs } from '../workers/worker-protocol.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 export const TRACEPARENT_HEADER = 'traceparent';
@@ -65,7 +66,7 @@ export function watchCancellation(call: {
   call.once('cancelled', () => {
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-    if (Date.now() < deadlineMs) cancelledAtMs = performance.timeOrigin + performance.now();
+    if (Date.now() < deadlineMs) cancelledAtMs = epochMs();
   });
   return () => cancelledAtMs;
 }

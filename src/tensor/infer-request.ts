@@ -20,7 +20,7 @@ import { BytesFormatError, decodeBytesTensor, encodeBytesTensor, decodeBytesElem
 import { elementCount, formatShape, resolveReshape, shapeMatches } from './shape.js';
 import { copyToTypedArray, wireTypeInfo, type NumericArray, type WireDatatype } from './wire-types.js';
 import type { InputPayload, TensorPayload } from '../workers/worker-protocol.js';
-import type { ModelSignature, TensorSpec } from './model-signature.js';
+import { externalShape, type ModelSignature, type TensorSpec } from './model-signature.js';
 import { invalidArgument } from '../common/serving-error.js';
 import { echo, echoField } from '../common/echo.js';
 
@@ -216,7 +216,7 @@ export function stringParameter(parameters: Record<string, InferParameter>, key:
 
 function checkedShape(input: ModelInferRequest_InferInputTensor, spec: TensorSpec, signature: ModelSignature): number[] {
   const shape = requestShape(spec.name, input.shape);
-  const configShape = signature.maxBatchSize > 0 ? [-1, ...spec.dims] : [...spec.dims];
+  const configShape = externalShape(signature, spec);
   // A scalar the config writes Triton's way (dims [1], reshape { shape: [] }):
   // a Triton client sends the dims, a V2 client the scalar itself; both mean one element.
   const scalarShape = isScalarReshape(spec) ? (signature.maxBatchSize > 0 ? [-1] : []) : undefined;

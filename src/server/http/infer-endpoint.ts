@@ -15,6 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Metadata } from '@grpc/grpc-js';
 import { invalidArgument } from '../../common/serving-error.js';
+import { epochMs } from '../../workers/worker-protocol.js';
 import type { InferencePath } from '../inference-runner.js';
 import { peerAddress, requestView } from '../../routing/arm-choice.js';
 import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
@@ -90,7 +91,7 @@ function httpRequestContext(request: IncomingMessage, response: ServerResponse):
   }
   let cancelledAtMs: number | undefined;
   response.once('close', () => {
-    if (!response.writableFinished) cancelledAtMs = performance.timeOrigin + performance.now();
+    if (!response.writableFinished) cancelledAtMs = epochMs();
   });
   return { ...requestContextFrom(metadata), cancelledAtMs: () => cancelledAtMs };
 }
