@@ -64,24 +64,10 @@ export class RouteMetrics {
       labelNames: [LABEL.result],
       registers,
     });
-    this.shadowRequests = new Counter({
-      name: METRIC.shadowRequests,
-      help: 'Requests copied to a route\'s shadow model (queued; they never reach the client).',
-      labelNames: [LABEL.route],
-      registers,
-    });
-    this.shadowErrors = new Counter({
-      name: METRIC.shadowErrors,
-      help: 'Shadow requests that failed, or whose answer could not be compared with the primary\'s.',
-      labelNames: [LABEL.route],
-      registers,
-    });
-    this.shadowDropped = new Counter({
-      name: METRIC.shadowDropped,
-      help: 'Shadow requests dropped because the shadow queue was full (shadow work is shed first).',
-      labelNames: [LABEL.route],
-      registers,
-    });
+    const perRoute = (name: string, help: string) => new Counter({ name, help, labelNames: [LABEL.route], registers });
+    this.shadowRequests = perRoute(METRIC.shadowRequests, 'Requests copied to a route\'s shadow model (queued; they never reach the client).');
+    this.shadowErrors = perRoute(METRIC.shadowErrors, 'Shadow requests that failed, or whose answer could not be compared with the primary\'s.');
+    this.shadowDropped = perRoute(METRIC.shadowDropped, 'Shadow requests dropped because the shadow queue was full (shadow work is shed first).');
     this.shadowDiff = new Histogram({
       name: METRIC.shadowAbsDiff,
       help: 'The largest absolute difference between the shadow\'s and the primary\'s outputs, per compared request.',
@@ -89,8 +75,8 @@ export class RouteMetrics {
       buckets: [...diffBuckets],
       registers,
     });
+    const metrics = this;
     const state = (name: string, help: string, rows: (source: RouteStateSource) => readonly RouteArmValue[]) => {
-      const metrics = this;
       new Gauge({
         name,
         help,
@@ -105,7 +91,6 @@ export class RouteMetrics {
     };
     state(METRIC.breakerState, 'Circuit breaker of a route arm: 0 closed, 1 half-open, 2 open.', (source) => source.breakers());
     state(METRIC.routeRolledBack, '1 while a route arm is rolled back (until the routes file changes), else 0.', (source) => source.rolledBack());
-    const metrics = this;
     new Gauge({
       name: METRIC.shadowQueued,
       help: 'Shadow requests waiting in the shadow queue.',

@@ -34,7 +34,7 @@ import {
   type ModelInferResponse,
 } from '../../generated/grpc_service_pb.js';
 import { ARCHIVE_DROP_REASONS, type ArchiveDropReason } from '../../observability/metric-names.js';
-import { encodeRecordPayload } from './record-format.js';
+import { encodeRecordPayload, type ArchiveHeader } from './record-format.js';
 import { modelSampleRate, type ConfigParameters } from './sample-rate.js';
 import type { WriterCommand, WriterEvent, WriterSettings } from './writer-protocol.js';
 
@@ -55,21 +55,15 @@ export interface ArchiveSettings {
   readonly fsyncIntervalMs?: number | undefined;
 }
 
-/** One answered request, as the request path hands it over. */
-export interface ArchiveEntry {
+/**
+ * One answered request, as the request path hands it over: the record's
+ * header (model and version: those that scored it, the request's own when
+ * none was resolved; statusCode 0 for an answer) but its time, and the messages.
+ */
+export interface ArchiveEntry extends Omit<ArchiveHeader, 'timeUnixMs'> {
   readonly request: ModelInferRequest;
   /** The answer; undefined for a failed request. */
   readonly response?: ModelInferResponse | undefined;
-  /** gRPC status: 0 for an answer. */
-  readonly statusCode: number;
-  readonly statusMessage?: string | undefined;
-  readonly requestId: string;
-  /** The model and version that scored it (the request's own when none was resolved). */
-  readonly model: string;
-  readonly version: string;
-  readonly latencyNs: number;
-  readonly route?: string | undefined;
-  readonly arm?: string | undefined;
   /** The model's config parameters, for `hotpath_archive_sample_rate`; undefined when no model was resolved. */
   readonly modelParameters?: ConfigParameters | undefined;
 }
@@ -323,21 +317,8 @@ export class PayloadArchive {
 function encodeEntry(entry: ArchiveEntry, timeUnixMs: number): Uint8Array {
   const request = toBinary(ModelInferRequestSchema, entry.request);
   const response = entry.response === undefined ? undefined : toBinary(ModelInferResponseSchema, entry.response);
-  return encodeRecordPayload(
-    {
-      timeUnixMs,
-      requestId: entry.requestId,
-      model: entry.model,
-      version: entry.version,
-      route: entry.route,
-      arm: entry.arm,
-      latencyNs: entry.latencyNs,
-      statusCode: entry.statusCode,
-      statusMessage: entry.statusMessage,
-    },
-    request,
-    response,
-  );
+  // The encoder reads the header's fields only.
+  return encodeRecordPayload({ ...entry, timeUnixMs }, request, response);
 }
 
 /** The queue's charge for an entry before it is encoded: its tensors' bytes and a fixed allowance. */
