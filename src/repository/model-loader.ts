@@ -148,17 +148,18 @@ export class ModelLoader {
         `no version of model '${name}' matches the version policy; versions on disk: ${available.join(', ') || 'none'}`,
       );
     }
+    // The same for every version: read from the config once.
+    const file = path.join(modelDir, CONFIG_FILENAME);
+    const instances = instanceCount(config);
+    const tenant = modelTenant(config);
+    const leak = leakFault(config, this.options.faultInjection, file);
+    // Refuses request failures and added latency without fault injection; they act in the request path.
+    modelFaults(config, this.options.faultInjection, file);
     const versions: ModelVersion[] = [];
     try {
       for (const version of selected) {
         const modelPath = path.join(modelDir, String(version), config?.defaultModelFilename || MODEL_FILENAME);
-        const instances = instanceCount(config);
         const fileBytes = (await stat(modelPath)).size;
-        const file = path.join(modelDir, CONFIG_FILENAME);
-        const tenant = modelTenant(config);
-        const leak = leakFault(config, this.options.faultInjection, file);
-        // Refuses request failures and added latency without fault injection; they act in the request path.
-        modelFaults(config, this.options.faultInjection, file);
         const log = this.log;
         // The same options for every generation: the first here, later ones on restart or on demand.
         const createPool = (generation: number, owner: Owner) =>
