@@ -22,18 +22,8 @@ const base = ['--model-repository', 'models'];
 describe('connection flags', () => {
   it('default to gRPC\'s and Triton\'s settings, with a bound on streams per connection', () => {
     const options = parseServeOptions(base);
+    // The default values themselves are pinned below, through what grpc-js and node:http are given.
     expect(options.connections).toEqual(CONNECTION_LIMIT_DEFAULTS);
-    expect(CONNECTION_LIMIT_DEFAULTS).toEqual({
-      grpcMaxConcurrentStreams: 1000,
-      grpcMaxConnectionIdleMs: 0,
-      grpcMaxConnectionAgeMs: 0,
-      grpcMaxConnectionAgeGraceMs: 0,
-      grpcKeepaliveTimeMs: 7_200_000,
-      grpcKeepaliveTimeoutMs: 20_000,
-      httpIdleTimeoutMs: 65_000,
-      httpRequestTimeoutMs: 300_000,
-      httpMaxRequestsPerSocket: 0,
-    });
     expect(options.metricsAddress).toBeUndefined();
     expect(options.tenantLimits).toEqual([]);
   });
