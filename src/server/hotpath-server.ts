@@ -157,7 +157,7 @@ export class HotpathServer {
   /** Drift checks of the models whose config turns them on (hotpath_drift). */
   readonly drift: DriftChecks;
   /** The response cache (--cache-config); undefined when off. */
-  private readonly responseCache: ResponseCache<ModelInferResponse> | undefined;
+  private readonly responseCache: ResponseCache<Uint8Array> | undefined;
   /** The runner behind the routes: what both doors' inference calls. */
   private readonly inference: RoutedInference;
   /** The routes (`--routes`), from `loadModels` on; undefined without a routes file. */

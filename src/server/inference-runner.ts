@@ -70,7 +70,7 @@ export interface InferenceRunnerOptions {
   /** Drift checks (models with hotpath_drift on): offered each answered request; it never blocks or throws. */
   readonly drift?: { record(version: ModelVersion, request: ModelInferRequest, response: ModelInferResponse): void } | undefined;
   /** The response cache (--cache-config); models opt in with response_cache { enable: true }. */
-  readonly responseCache?: ResponseCache<ModelInferResponse> | undefined;
+  readonly responseCache?: ResponseCache<Uint8Array> | undefined;
 }
 
 export class InferenceRunner implements InferencePath {

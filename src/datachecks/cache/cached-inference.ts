@@ -6,8 +6,13 @@
  * A hit answers exactly what the miss answered, with the request's own id.
  * A request that waited for an identical run in flight (single flight) is
  * counted as a hit: it was answered without an execution of its own.
+ *
+ * The cache keeps its own serialized copy of each answer (as Triton's cache
+ * does), and every hit decodes a fresh object from it: nothing a caller does
+ * to its answer (a route renaming it, say) can reach what was stored or what
+ * another caller received.
  */
-import { create, toBinary } from '@bufbuild/protobuf';
+import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
   ModelInferResponseSchema,
   type ModelInferRequest,
@@ -46,24 +51,30 @@ export function cacheableBy(request: ModelInferRequest, version: ModelVersion): 
 }
 
 export async function cachedAnswer(
-  cache: ResponseCache<ModelInferResponse>,
+  cache: ResponseCache<Uint8Array>,
   request: ModelInferRequest,
   version: ModelVersion,
   elapsedNs: () => number,
   run: () => Promise<ModelInferResponse>,
 ): Promise<ModelInferResponse> {
   const material = cacheKeyMaterial(request, version.modelName, `${version.versionLabel}#${instanceOf(version)}`);
+  // The run's own answer goes to this caller only; the cache and any waiters get the bytes.
+  let ran: ModelInferResponse | undefined;
   const outcome = await cache.get(material, version.tenant, async () => {
-    const value = await run();
-    return { value, bytes: toBinary(ModelInferResponseSchema, value).byteLength };
+    ran = await run();
+    const serialized = toBinary(ModelInferResponseSchema, ran);
+    return { value: serialized, bytes: serialized.byteLength };
   });
-  if (outcome.kind === 'miss') {
+  if (outcome.kind === 'miss' && ran !== undefined) {
     version.statistics.recordCacheMiss(outcome.cacheNs);
-    return outcome.value;
+    return ran;
   }
   version.statistics.recordCacheHit(rowsOf(request, version), elapsedNs(), outcome.cacheNs);
-  // A shallow copy: stored answers are never modified, only their id differs.
-  return create(ModelInferResponseSchema, { ...outcome.value, id: request.id });
+  // Decoded from a copy: protobuf-es decodes bytes fields as views of its input,
+  // and the stored bytes must stay out of every caller's reach.
+  const answer = fromBinary(ModelInferResponseSchema, outcome.value.slice());
+  answer.id = request.id;
+  return answer;
 }
 
 /** Rows of the request, as Triton counts inference_count: the batch dimension, or 1 for a model without one. */

@@ -28,12 +28,17 @@ export const ARM_PARAMETER = 'hotpath_arm';
 /** The response parameter set (true) on an answer from a route's fallback. */
 export const DEGRADED_PARAMETER = 'hotpath_degraded';
 
-/** Makes `response` the route's answer: its name, and the arm (and degraded) parameters. */
+/**
+ * The route's answer made from an arm's `response`: its name, and the arm
+ * (and degraded) parameters. A copy: the arm's answer may be shared (the
+ * response cache's waiters, the shadow comparison), and answers are values.
+ * The tensors are shared with it, never written.
+ */
 export function markRouteAnswer(response: ModelInferResponse, route: string, arm: string, degraded: boolean): ModelInferResponse {
-  response.modelName = route;
-  response.parameters[ARM_PARAMETER] = create(InferParameterSchema, { parameterChoice: { case: 'stringParam', value: arm } });
-  if (degraded) response.parameters[DEGRADED_PARAMETER] = create(InferParameterSchema, { parameterChoice: { case: 'boolParam', value: true } });
-  return response;
+  const parameters = { ...response.parameters };
+  parameters[ARM_PARAMETER] = create(InferParameterSchema, { parameterChoice: { case: 'stringParam', value: arm } });
+  if (degraded) parameters[DEGRADED_PARAMETER] = create(InferParameterSchema, { parameterChoice: { case: 'boolParam', value: true } });
+  return create(ModelInferResponseSchema, { ...response, modelName: route, parameters });
 }
 
 /**
