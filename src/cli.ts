@@ -8,7 +8,7 @@
  * as Triton spells them (`--model-store`, `--model-control-mode`,
  * `--allow-http=false`...), so a tritonserver command line works as it is.
  * Validation of the flags lives in `parseServeOptions`, with one message
- * format per flag (cli-flags.ts).
+ * format per flag (common/flag-values.ts).
  */
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -50,7 +50,7 @@ import {
   numberFlag,
   UsageError,
   withBooleanValues,
-} from './cli-flags.js';
+} from './common/flag-values.js';
 
 const USAGE = `usage: hotpath serve --model-repository DIR [options]
        hotpath archive ls|cat DIR        (hotpath archive --help)

@@ -54,8 +54,9 @@ import {
 import type { Executor } from '../native/executor.js';
 import type { WorkerPoolTarget } from '../native/worker-channel.js';
 import type { Block } from '../native/arena.js';
-import type { BatcherAttachment, ModelVersion } from '../repository/model-version.js';
-import type { TensorSpec } from '../tensor/model-signature.js';
+import type { ModelSignature, TensorSpec } from '../tensor/model-signature.js';
+import type { ModelConfig } from '../generated/model_config_pb.js';
+import type { VersionExecutor } from '../executor/version-executor.js';
 import { ARENA_NAME } from '../tenancy/server-memory.js';
 import { elementCount } from '../tensor/shape.js';
 import { ResponseOrder } from './response-order.js';
@@ -64,6 +65,7 @@ import {
   epochMs,
   isArenaPayload,
   type ArenaTensorPayload,
+  type InferResult,
   type InferTask,
   type WorkerTiming,
 } from '../workers/worker-protocol.js';
@@ -94,9 +96,50 @@ export interface RequestRows {
   readonly done: () => void;
 }
 
-export interface VersionBatcherHooks {
+/**
+ * What a version needs of its dynamic batcher (`batcherOf(version)` gives the
+ * full one to the request path). The version (repository/model-version.ts)
+ * holds one through this interface.
+ */
+export interface BatcherAttachment {
+  /** Pending requests get UNAVAILABLE; called once nothing is admitted any more. */
+  stop(): Promise<void>;
+  /** Sends sealed batches to the executor natively (undefined: to the onnxruntime pool). */
+  setNativeTarget(executor: Executor | undefined): void;
+  /** Sends sealed batches to a worker generation's channels natively (undefined: through piscina). */
+  useWorkerTarget(target: WorkerPoolTarget | undefined): void;
+  /** Requests queued and not yet sealed into a batch (sealing hands the batch to an idle instance). */
+  readonly pendingRequests: number;
+}
+
+/**
+ * What the batcher reads of the version it batches for: the loaded version
+ * (repository/model-version.ts) is one. An interface here because the
+ * repository sits above batching in the folder order.
+ */
+export interface BatchedVersion {
+  readonly modelName: string;
+  readonly versionLabel: string;
+  readonly tenant: string;
+  readonly config: ModelConfig;
+  readonly signature: ModelSignature;
+  /** Instances from instance_group: pool workers or executor threads. */
+  readonly instances: number;
+  /** The version's share of the arena: batches allocate their outputs under its owner. */
+  readonly memory: { readonly ownerId: number; allocOutput(bytes: number): Block };
+  /** Set for a version selected for the native executor. */
+  readonly native: VersionExecutor | undefined;
+  /** Where sealed batches reach the current worker generation natively; undefined: through piscina. */
+  readonly workerTarget: WorkerPoolTarget | undefined;
+  /** The attached batcher, when the version batches. */
+  readonly batcher: BatcherAttachment | undefined;
+  /** One task on the version's onnxruntime pool (a batch the executor could not run, say). */
+  run(task: InferTask, transfer: ArrayBuffer[]): Promise<InferResult>;
+}
+
+export interface VersionBatcherHooks<V extends BatchedVersion = BatchedVersion> {
   /** Called once per executed batch (statistics and metrics count executions here). */
-  readonly onExecuted: (version: ModelVersion, rows: number, timing: WorkerTiming) => void;
+  readonly onExecuted: (version: V, rows: number, timing: WorkerTiming) => void;
   readonly logger: Logger;
 }
 
@@ -142,12 +185,12 @@ class Execution {
 }
 
 /** The version's dynamic batcher, when it has one (what the request path enqueues into). */
-export function batcherOf(version: ModelVersion): VersionBatcher | undefined {
+export function batcherOf(version: Pick<BatchedVersion, 'batcher'>): VersionBatcher | undefined {
   const batcher = version.batcher;
   return batcher instanceof VersionBatcher ? batcher : undefined;
 }
 
-export class VersionBatcher implements BatcherAttachment {
+export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implements BatcherAttachment {
   private readonly batcher: Batcher;
   /** Set with `preserve_ordering`: answers leave in arrival order. */
   private readonly order: ResponseOrder | undefined;
@@ -156,9 +199,9 @@ export class VersionBatcher implements BatcherAttachment {
   private readonly unbatched: boolean;
 
   private constructor(
-    private readonly version: ModelVersion,
+    private readonly version: V,
     dynamic: ModelDynamicBatching | undefined,
-    private readonly hooks: VersionBatcherHooks,
+    private readonly hooks: VersionBatcherHooks<V>,
   ) {
     const signature = version.signature;
     this.unbatched = dynamic === undefined || signature.maxBatchSize === 0;
@@ -195,7 +238,7 @@ export class VersionBatcher implements BatcherAttachment {
   }
 
   /** A batcher for `version`, or undefined when the version does not batch (see the file comment). */
-  static forVersion(version: ModelVersion, hooks: VersionBatcherHooks): VersionBatcher | undefined {
+  static forVersion<V extends BatchedVersion>(version: V, hooks: VersionBatcherHooks<V>): VersionBatcher<V> | undefined {
     const scheduling = version.config.schedulingChoice;
     const dynamic = scheduling.case === 'dynamicBatching' ? scheduling.value : undefined;
     const signature = version.signature;

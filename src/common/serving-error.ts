@@ -6,18 +6,18 @@
  * `httpStatusOf`, so one failure reads the same on every path.
  */
 import { type status, type ServiceError, Metadata } from '@grpc/grpc-js';
-import { NativeError } from '../native/native-error.js';
 import {
   grpcStatusOf,
   isErrorKind,
   kindOfGrpcStatus,
-  kindOfNativeCode,
-  kindOfRejection,
   type ErrorKind,
 } from './error-kinds.js';
 import { boundMessage } from './echo.js';
+import { ClassifiedError } from './classified-error.js';
 
-export class ServingError extends Error {
+export { ClassifiedError } from './classified-error.js';
+
+export class ServingError extends ClassifiedError {
   override readonly name: string = 'ServingError';
   readonly kind: ErrorKind;
   /** The gRPC status of `kind`. */
@@ -28,6 +28,10 @@ export class ServingError extends Error {
     super(message);
     this.kind = typeof kind === 'number' ? kindOfGrpcStatus(kind) : kind;
     this.code = grpcStatusOf(this.kind);
+  }
+
+  get clientMessage(): string {
+    return this.message;
   }
 }
 
@@ -69,14 +73,7 @@ export function classifyError(err: unknown): Classified {
 }
 
 function classifyUnbounded(err: unknown): Classified {
-  if (err instanceof ServingError) return { kind: err.kind, message: err.message };
-  if (err instanceof NativeError) {
-    // A batcher rejection says why in `reason`; other native failures by their code.
-    // The native message is for clients; the operation prefix of err.message is for logs.
-    const reason = (err as { reason?: unknown }).reason;
-    const kind = (typeof reason === 'string' ? kindOfRejection(reason) : undefined) ?? kindOfNativeCode(err.code);
-    return { kind, message: err.nativeMessage };
-  }
+  if (err instanceof ClassifiedError) return { kind: err.kind, message: err.clientMessage };
   if (err instanceof Error) {
     const tagged = (err as { kind?: unknown }).kind;
     if (isErrorKind(tagged)) return { kind: tagged, message: err.message };

@@ -1,7 +1,7 @@
 // Typed batcher outcomes. A BatcherRejection is a NativeError whose `code` is
 // the gRPC status the request should be answered with, so the server's one
 // error-to-status mapping needs no special case; `reason` says why.
-import { kindOfRejection, type ErrorKind } from '../common/error-kinds.js';
+import { kindOfNativeCode, kindOfRejection } from '../common/error-kinds.js';
 import { NativeError, type NativeStatusCode } from './native-error.js';
 import type { RejectionReason } from './batcher-binding-types.js';
 
@@ -22,9 +22,6 @@ export const rejectionCodes: Readonly<Record<RejectionReason, NativeStatusCode>>
  * request rejected this way was never executed.
  */
 export class BatcherRejection extends NativeError {
-  /** The reason's error kind (error-kinds.ts), which decides every front door's status. */
-  readonly kind: ErrorKind;
-
   constructor(
     readonly reason: RejectionReason,
     code: NativeStatusCode,
@@ -41,8 +38,8 @@ export class BatcherRejection extends NativeError {
      */
     readonly sequence?: number,
   ) {
-    super(code, message, 'enqueue');
-    this.kind = kindOfRejection(reason) ?? 'internal';
+    // The reason's kind decides every front door's status (error-kinds.ts).
+    super(code, message, 'enqueue', kindOfRejection(reason) ?? kindOfNativeCode(code));
     // NativeError declares `name` as a literal; this keeps its own in stacks.
     Object.defineProperty(this, 'name', { value: 'BatcherRejection', enumerable: false, configurable: true, writable: false });
   }

@@ -7,6 +7,9 @@
 //
 // Pure functions and an immutable error class; safe in any worker.
 
+import { kindOfNativeCode, type ErrorKind } from '../common/error-kinds.js';
+import { ClassifiedError } from '../common/classified-error.js';
+
 /** Status code names shared with native/common/status.h (gRPC-style). */
 export type NativeStatusCode =
   | 'INVALID_ARGUMENT'
@@ -21,8 +24,14 @@ export type NativeResult<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly code: NativeStatusCode; readonly message: string };
 
-export class NativeError extends Error {
+/**
+ * A failure of the native core, classified where it is made: its kind comes
+ * from its status code (or, for a batcher rejection, from its reason), and
+ * clients see the native message without the operation prefix.
+ */
+export class NativeError extends ClassifiedError {
   override readonly name = 'NativeError';
+  readonly kind: ErrorKind;
 
   constructor(
     /** gRPC-style status code from the native core. */
@@ -31,8 +40,15 @@ export class NativeError extends Error {
     readonly nativeMessage: string,
     /** The binding that failed, e.g. "deviceInfo". */
     readonly operation: string,
+    /** Default: the code's kind (kindOfNativeCode). */
+    kind?: ErrorKind,
   ) {
     super(`${operation}: ${code}: ${nativeMessage}`);
+    this.kind = kind ?? kindOfNativeCode(code);
+  }
+
+  get clientMessage(): string {
+    return this.nativeMessage;
   }
 }
 

@@ -160,3 +160,11 @@ export const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
  */
 export const ARCHIVE_DROP_REASONS = ['queue_full', 'too_large', 'write_error', 'closed'] as const;
 export type ArchiveDropReason = (typeof ARCHIVE_DROP_REASONS)[number];
+
+/** Why the leak patrol restarted a pool: hotpath_patrol_restarts_total{reason} (patrol/patrol-policy.ts decides). */
+export const PATROL_REASONS = ['leak_threshold', 'sustained_growth'] as const;
+export type PatrolReason = (typeof PATROL_REASONS)[number];
+
+/** Why a tenant's limit refused a request: hotpath_tenant_rejected_total{reason} (security/tenant-limits.ts decides). */
+export const TENANT_LIMIT_REASONS = ['rate', 'inflight'] as const;
+export type TenantLimitReason = (typeof TENANT_LIMIT_REASONS)[number];

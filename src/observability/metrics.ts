@@ -17,8 +17,7 @@
  * Main thread only.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ModelVersion } from '../repository/model-version.js';
-import type { WorkerTiming } from '../workers/worker-protocol.js';
+import type { StatisticsSnapshot, WorkerTiming } from './execution-stats.js';
 import {
   BATCH_SIZE_BUCKETS,
   FAILURE_REASONS,
@@ -29,18 +28,37 @@ import {
   type DeviceFallbackReason,
   ARCHIVE_DROP_REASONS,
   type ArchiveDropReason,
+  TENANT_LIMIT_REASONS,
+  type PatrolReason,
+  type TenantLimitReason,
 } from './metric-names.js';
-import type { StatisticsSnapshot } from '../repository/inference-statistics.js';
-import type { PatrolReason } from '../patrol/patrol-policy.js';
-import { TENANT_LIMIT_REASONS, type TenantLimitReason } from '../security/tenant-limits.js';
 import type { GpuMemoryStats, TenantMemoryStats } from './memory-stats.js';
 import { CpuUtilizationSampler, hostMemory } from './host-stats.js';
 
 export type { GpuMemoryStats, Ledger, TenantMemoryStats } from './memory-stats.js';
 
+/**
+ * What the metrics read of a loaded model version, at scrape time or per
+ * request: plain values (repository/model-version.ts's MetricsVersion is one),
+ * so this layer depends on no domain folder.
+ */
+export interface MetricsVersion {
+  readonly modelName: string;
+  readonly versionLabel: string;
+  readonly tenant: string;
+  readonly state: string;
+  readonly degraded: boolean;
+  readonly loadSeconds: number | undefined;
+  readonly pendingRequests: number;
+  readonly poolThreads: number | undefined;
+  readonly poolInstances: number | undefined;
+  readonly poolQueueSize: number | undefined;
+  readonly statistics: { snapshot(): StatisticsSnapshot };
+}
+
 export interface MetricsSources {
   /** Every loaded version (READY or UNLOADING). */
-  readonly versions: () => readonly ModelVersion[];
+  readonly versions: () => readonly MetricsVersion[];
   /** ModelInfer requests received and not yet answered, all models. */
   readonly inflightRequests: () => number;
 }
@@ -143,7 +161,7 @@ export class ServerMetrics {
   }
 
   /** A request answered successfully by `version`. */
-  observeSuccess(version: ModelVersion, totalMs: number, timing: WorkerTiming): void {
+  observeSuccess(version: MetricsVersion, totalMs: number, timing: WorkerTiming): void {
     const labels = tenantLabels(version);
     this.requestDuration.observe(labels, totalMs);
     this.queueDuration.observe(labels, timing.queueNs / 1e6);
@@ -151,7 +169,7 @@ export class ServerMetrics {
   }
 
   /** One model execution of `rows` rows. */
-  observeExecution(version: ModelVersion, rows: number): void {
+  observeExecution(version: MetricsVersion, rows: number): void {
     this.batchSize.observe(tenantLabels(version), rows);
   }
 
@@ -367,7 +385,7 @@ export class ServerMetrics {
 
   private defineVersionGauges(): void {
     const sources = this.sources;
-    const gauge = (name: string, help: string, labels: readonly string[], value: (v: ModelVersion) => number | undefined) =>
+    const gauge = (name: string, help: string, labels: readonly string[], value: (v: MetricsVersion) => number | undefined) =>
       new Gauge({
         name,
         help,
@@ -409,10 +427,10 @@ export class ServerMetrics {
   }
 }
 
-function versionLabels(version: ModelVersion): Record<string, string> {
+function versionLabels(version: MetricsVersion): Record<string, string> {
   return { model: version.modelName, version: version.versionLabel };
 }
 
-function tenantLabels(version: ModelVersion): Record<string, string> {
+function tenantLabels(version: MetricsVersion): Record<string, string> {
   return { model: version.modelName, version: version.versionLabel, tenant: version.tenant };
 }

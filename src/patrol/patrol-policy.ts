@@ -21,9 +21,9 @@ export interface PatrolThresholds {
   readonly window: number;
 }
 
-/** Why a restart happened: a bounded enum, used as a metric label. */
-export type PatrolReason = 'leak_threshold' | 'sustained_growth';
-export const PATROL_REASONS: readonly PatrolReason[] = ['leak_threshold', 'sustained_growth'];
+/** Why a restart happened: a bounded enum, used as a metric label (its values live with the metric names). */
+export { PATROL_REASONS, type PatrolReason } from '../observability/metric-names.js';
+import type { PatrolReason } from '../observability/metric-names.js';
 
 export interface Trigger {
   readonly reason: PatrolReason;

@@ -11,7 +11,9 @@ import {
   type ModelStatistics,
   type StatisticDuration,
 } from '../generated/grpc_service_pb.js';
-import type { WorkerTiming } from '../workers/worker-protocol.js';
+import type { StatisticsSnapshot, WorkerTiming } from '../observability/execution-stats.js';
+
+export type { StatisticsSnapshot } from '../observability/execution-stats.js';
 import { FAILURE_REASONS, type FailureReason } from '../observability/metric-names.js';
 
 interface Duration {
@@ -20,30 +22,6 @@ interface Duration {
 }
 
 const zero = (): Duration => ({ count: 0, ns: 0 });
-
-/** Cumulative values as the metrics endpoint reads them at scrape time. */
-export interface StatisticsSnapshot {
-  readonly successCount: number;
-  readonly failureCounts: Readonly<Record<FailureReason, number>>;
-  readonly inferenceCount: number;
-  readonly executionCount: number;
-  /**
-   * Receipt to response, successful requests only (Triton's
-   * nv_inference_request_duration_us); failed ones keep their own duration
-   * (ModelStatistics `fail`), so a burst of fast refusals cannot pull the
-   * mean latency down.
-   */
-  readonly requestNs: number;
-  readonly queueNs: number;
-  readonly computeInputNs: number;
-  readonly computeInferNs: number;
-  readonly computeOutputNs: number;
-  /** Response cache (Triton's cache_hit / cache_miss): count and cumulative ns. */
-  readonly cacheHitCount: number;
-  readonly cacheHitNs: number;
-  readonly cacheMissCount: number;
-  readonly cacheMissNs: number;
-}
 
 export class InferenceStatistics {
   private readonly success = zero();

@@ -53,7 +53,7 @@ export interface ModelLoaderOptions {
   /** The memory ledger: tenants' quotas, model reservations, request buffers. */
   readonly memory: ServerMemory;
   /** What dynamic batchers report back (executions, for statistics and metrics). */
-  readonly batching: Omit<VersionBatcherHooks, 'logger'>;
+  readonly batching: Omit<VersionBatcherHooks<ModelVersion>, 'logger'>;
   readonly logger: Logger;
   /** Called after any model's readiness may have changed (health endpoints follow it). */
   readonly onStateChange?: () => void;

@@ -28,7 +28,7 @@ import type { WorkerPoolTarget } from '../native/worker-channel.js';
 import type { ChannelSpec } from '../workers/worker-protocol.js';
 import { epochMs, type InferResult, type InferTask, type WarmupPlan } from '../workers/worker-protocol.js';
 import { InferenceStatistics } from './inference-statistics.js';
-import type { Executor } from '../native/executor.js';
+import type { BatcherAttachment } from '../batching/version-batcher.js';
 import type { VersionMemory } from './version-memory.js';
 import type { Owner } from '../native/arena.js';
 import type { WorkerStats } from '../workers/model-pool.js';
@@ -38,22 +38,6 @@ export type VersionState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
 
 /** Test-only config parameter: each worker exits on its Nth batch from its channel (see ChannelSpec.crashOnBatch). */
 export const CRASH_CHANNEL_BATCH_PARAMETER = 'hotpath_fault_crash_channel_batch';
-
-/**
- * What a version needs of its dynamic batcher (batching/version-batcher.ts;
- * `batcherOf(version)` there gives the full one to the request path). An
- * interface here, so the version and the batcher do not import each other.
- */
-export interface BatcherAttachment {
-  /** Pending requests get UNAVAILABLE; called once nothing is admitted any more. */
-  stop(): Promise<void>;
-  /** Sends sealed batches to the executor natively (undefined: to the onnxruntime pool). */
-  setNativeTarget(executor: Executor | undefined): void;
-  /** Sends sealed batches to a worker generation's channels natively (undefined: through piscina). */
-  useWorkerTarget(target: WorkerPoolTarget | undefined): void;
-  /** Requests queued and not yet sealed into a batch (sealing hands the batch to an idle instance). */
-  readonly pendingRequests: number;
-}
 
 /** One pool of workers and the arena owner its workers allocate under. */
 export interface WorkerGeneration {

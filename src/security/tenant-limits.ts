@@ -35,9 +35,9 @@ export interface TenantLimitSpec {
   readonly maxInflight?: number | undefined;
 }
 
-/** Why a request was refused: the label value of hotpath_tenant_rejected_total{reason}. */
-export const TENANT_LIMIT_REASONS = ['rate', 'inflight'] as const;
-export type TenantLimitReason = (typeof TENANT_LIMIT_REASONS)[number];
+/** Why a request was refused: the label value of hotpath_tenant_rejected_total{reason} (metric-names.ts). */
+export { TENANT_LIMIT_REASONS, type TenantLimitReason } from '../observability/metric-names.js';
+import type { TenantLimitReason } from '../observability/metric-names.js';
 
 /** A request refused by its tenant's limits. */
 export class TenantLimitError extends ServingError {

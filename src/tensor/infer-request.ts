@@ -19,7 +19,7 @@ import type {
 import { BytesFormatError, decodeBytesTensor, encodeBytesTensor, decodeBytesElements } from './bytes-codec.js';
 import { elementCount, formatShape, resolveReshape, shapeMatches } from './shape.js';
 import { copyToTypedArray, wireTypeInfo, type NumericArray, type WireDatatype } from './wire-types.js';
-import type { InputPayload, TensorPayload } from '../workers/worker-protocol.js';
+import type { InputPayload, TensorPayload } from './tensor-payload.js';
 import { externalShape, type ModelSignature, type TensorSpec } from './model-signature.js';
 import { invalidArgument } from '../common/serving-error.js';
 import { echo, echoField } from '../common/echo.js';

@@ -5,7 +5,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { ErrorKind } from '../common/error-kinds.js';
-import type { NumericArray, OrtTensorType } from '../tensor/wire-types.js';
+import type { OrtTensorType } from '../tensor/wire-types.js';
 
 /** Passed once to every worker of a model version's pool (piscina `workerData`). */
 export interface WorkerInitData {
@@ -44,41 +44,20 @@ export interface LeakFault {
   readonly generations: number | undefined;
 }
 
-/** A tensor as it crosses the thread boundary: data buffers are transferred, not copied. */
-export interface TensorPayload {
-  readonly name: string;
-  readonly type: OrtTensorType;
-  readonly dims: readonly number[];
-  /** Typed array for fixed-size types; for BYTES, the raw wire bytes (length-prefixed). */
-  readonly data: NumericArray | Uint8Array;
-}
-
-/**
- * A tensor whose bytes live in an arena block the main thread allocated: the
- * worker maps the block (no copy) by its handle. The main thread keeps its
- * reference until the response is built, so the block outlives the task.
- */
-export interface ArenaTensorPayload {
-  readonly name: string;
-  readonly type: Exclude<OrtTensorType, 'string'>;
-  readonly dims: readonly number[];
-  readonly arenaBlock: number;
-  readonly byteLength: number;
-}
-
-export type InputPayload = TensorPayload | ArenaTensorPayload;
-
-export function isArenaPayload(payload: InputPayload): payload is ArenaTensorPayload {
-  return (payload as ArenaTensorPayload).arenaBlock !== undefined;
-}
-
-/** Outputs of a task without pre-allocated fetches: every one carries its bytes. */
-export function inlineOutputs(outputs: readonly InputPayload[]): TensorPayload[] {
-  return outputs.map((output) => {
-    if (isArenaPayload(output)) throw new Error(`output '${output.name}' is in arena memory, not inline`);
-    return output;
-  });
-}
+// The tensor payloads and epochMs live below the workers (src/tensor, src/common),
+// where the request path that builds them can import them; re-exported here for
+// the worker side.
+export {
+  inlineOutputs,
+  isArenaPayload,
+  type ArenaTensorPayload,
+  type InputPayload,
+  type TensorPayload,
+} from '../tensor/tensor-payload.js';
+export { epochMs } from '../common/epoch-ms.js';
+export type { WorkerTiming } from '../observability/execution-stats.js';
+import type { WorkerTiming } from '../observability/execution-stats.js';
+import type { ArenaTensorPayload, InputPayload, TensorPayload } from '../tensor/tensor-payload.js';
 
 export interface InferTask {
   readonly kind: 'infer';
@@ -120,14 +99,6 @@ export interface InferResult {
   /** In `outputNames` order; pre-allocated outputs come back as their arena block. */
   readonly outputs: readonly InputPayload[];
   readonly timing: WorkerTiming;
-}
-
-/** Durations in ns measured inside the worker, for Triton-style statistics. */
-export interface WorkerTiming {
-  readonly queueNs: number;
-  readonly computeInputNs: number;
-  readonly computeInferNs: number;
-  readonly computeOutputNs: number;
 }
 
 export interface DescribeTask {
@@ -247,9 +218,4 @@ export interface WorkerStatsMessage {
 export function isWorkerEventMessage(message: unknown): message is WorkerEventMessage {
   const type = (message as { type?: unknown } | null)?.type;
   return type === 'hotpath:session' || type === 'hotpath:warm';
-}
-
-/** The current time as epoch milliseconds with sub-ms precision, comparable across threads. */
-export function epochMs(): number {
-  return performance.timeOrigin + performance.now();
 }

@@ -14,7 +14,7 @@ import { jsonData } from '../../src/datachecks/archive/tensor-values.js';
 import { halfToFloat } from '../../src/tensor/float16.js';
 import { parseSampleRate } from '../../src/datachecks/archive/sample-rate.js';
 import type { OutputTensor } from '../../src/client/tensors.js';
-import { UsageError } from '../../src/cli-flags.js';
+import { UsageError } from '../../src/common/flag-values.js';
 
 const fp32 = (name: string, values: number[], shape = [values.length, 1]): OutputTensor => ({
   name,

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { cacheSizeBytes } from '../../src/datachecks/cache/cache-options.js';
-import { UsageError } from '../../src/cli-flags.js';
+import { UsageError } from '../../src/common/flag-values.js';
 
 describe('--cache-config', () => {
   it('takes the local cache size, in bytes or a size', () => {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { parseServeOptions } from '../../src/cli.js';
-import { UsageError } from '../../src/cli-flags.js';
+import { UsageError } from '../../src/common/flag-values.js';
 import { classifyError, ServingError } from '../../src/common/serving-error.js';
 import { httpStatusOf } from '../../src/common/error-kinds.js';
 import { ApiKeyRing, keyHash } from '../../src/security/api-keys.js';

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseServeOptions } from '../../src/cli.js';
-import { withBooleanValues } from '../../src/cli-flags.js';
+import { withBooleanValues } from '../../src/common/flag-values.js';
 import { prettyLine } from '../../src/observability/logger.js';
 import { parseByteSize } from '../../src/tenancy/tenant-config.js';
 

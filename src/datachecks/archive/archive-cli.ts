@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util';
 import { status } from '@grpc/grpc-js';
 import type { OutputTensor } from '../../client/tensors.js';
-import { integerFlag, UsageError } from '../../cli-flags.js';
+import { integerFlag, UsageError } from '../../common/flag-values.js';
 import { ArchiveDirectoryError, ArchiveReader, archivedRequest, archivedResponse, type ArchiveRecord } from './archive-reader.js';
 import { decodeAnswer, decodeInputs, jsonData, jsonParameters } from './tensor-values.js';
 

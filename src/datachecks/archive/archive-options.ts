@@ -1,6 +1,6 @@
 /**
  * The serve flags of the payload archive, parsed with the command line's one
- * message format per flag (cli-flags.ts):
+ * message format per flag (common/flag-values.ts):
  *
  *   --archive DIR                 turn it on, writing to DIR (created when missing)
  *   --archive-sample-rate R       fraction of requests archived, 0..1 (default 1)
@@ -10,7 +10,7 @@
  */
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { byteSizeFlag, numberFlag, UsageError } from '../../cli-flags.js';
+import { byteSizeFlag, numberFlag, UsageError } from '../../common/flag-values.js';
 import type { ArchiveSettings } from './payload-archive.js';
 
 const MIN_SEGMENT_BYTES = 4096;

@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createClient, type ClientOptions, type TlsOptions } from '../../client/client.js';
-import { integerFlag, numberFlag, UsageError } from '../../cli-flags.js';
+import { integerFlag, numberFlag, UsageError } from '../../common/flag-values.js';
 import { ArchiveDirectoryError } from './archive-reader.js';
 import { replayArchive, type ReplayReport } from './replay.js';
 

@@ -5,7 +5,7 @@
  * when a size above 0 is given; a model then opts in with
  * `response_cache { enable: true }` in its config.pbtxt.
  */
-import { byteSizeFlag, UsageError } from '../../cli-flags.js';
+import { byteSizeFlag, UsageError } from '../../common/flag-values.js';
 
 export const CACHE_USAGE = `  --cache-config local,size=SIZE  the response cache (Triton's syntax): SIZE bytes of answers, least
                                recently used evicted first, charged to each model's tenant; models opt in

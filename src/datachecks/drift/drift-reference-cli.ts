@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { status } from '@grpc/grpc-js';
-import { integerFlag, UsageError } from '../../cli-flags.js';
+import { integerFlag, UsageError } from '../../common/flag-values.js';
 import { ArchiveDirectoryError, ArchiveReader, archivedRequest, archivedResponse } from '../archive/archive-reader.js';
 import { decodeAnswer, decodeInputs, numericValues } from '../archive/tensor-values.js';
 import { DEFAULT_MAX_FEATURES, ReferenceBuilder, writeReference, type DriftReference } from './drift-reference.js';

@@ -1,5 +1,6 @@
 /**
- * The command line's value parsers, one message format each:
+ * The command line's value parsers, one message format each (the serve
+ * command in cli.ts, and the tools' own commands beside their features):
  * `--flag: expected <what>, got '<value>'`. A UsageError exits 2 with the usage.
  *
  * Boolean flags take every form Triton's and hotpath's users write: the bare
@@ -7,7 +8,7 @@
  * cannot give a boolean option a value, so `withBooleanValues` rewrites each
  * boolean flag to `--flag=VALUE` first, and parseArgs sees a string option.
  */
-import { parseByteSize, TenantConfigError } from './tenancy/tenant-config.js';
+import { ByteSizeError, parseByteSize } from './byte-size.js';
 
 export class UsageError extends Error {}
 
@@ -80,7 +81,7 @@ export function byteSizeFlag(flag: string, raw: string, max = Number.MAX_SAFE_IN
   try {
     bytes = parseByteSize(raw, flag);
   } catch (err) {
-    if (err instanceof TenantConfigError) throw new UsageError(err.message);
+    if (err instanceof ByteSizeError) throw new UsageError(err.message);
     throw err;
   }
   if (bytes > max) throw new UsageError(`${flag}: expected a size of at most ${max} bytes, got '${raw}' (${bytes} bytes)`);
