@@ -282,14 +282,15 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
   }): Promise<RequestRows> {
     let slice: SealedSlice;
     try {
-      slice = await this.batcher.enqueue({
+      // Validated once, by prepareInference against the signature this batcher was made from.
+      slice = await this.batcher.enqueueValidated({
         rows: this.unbatched ? 1 : request.rows,
         inputs: request.inputs,
         // Shapes as sent in unbatched mode; otherwise per row (the batcher adds the rows).
-        dims: request.dims.map((dims) => (this.unbatched ? [...dims] : dims.slice(1))),
+        dims: this.unbatched ? request.dims : request.dims.map((dims) => dims.slice(1)),
         priority: request.priority,
         timeoutUs: request.timeoutUs,
-        ...(request.deadlineMs !== undefined ? { deadlineMs: request.deadlineMs - Date.now() } : {}),
+        deadlineMs: request.deadlineMs === undefined ? undefined : request.deadlineMs - Date.now(),
       });
     } catch (err) {
       // An accepted request that was dropped still answers in its place.

@@ -96,6 +96,20 @@ export interface EnqueueRequest {
   readonly dims: readonly (readonly number[])[];
 }
 
+/**
+ * A request the request path has validated against the model's signature
+ * (Batcher.enqueueValidated): every field given, in EnqueueRequest's units.
+ */
+export interface ValidatedEnqueue {
+  readonly rows: number;
+  readonly priority: number;
+  readonly timeoutUs: number;
+  /** As EnqueueRequest.deadlineMs: the time remaining, in ms; undefined: no deadline. */
+  readonly deadlineMs: number | undefined;
+  readonly inputs: readonly Uint8Array[];
+  readonly dims: readonly (readonly number[])[];
+}
+
 export interface BatchedRequest {
   readonly rowOffset: number;
   readonly rows: number;

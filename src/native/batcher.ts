@@ -57,7 +57,7 @@ import {
   type RawRejectedRequest,
 } from './batcher-binding-types.js';
 import { BatcherRejection, rejectionCodes } from './batcher-errors.js';
-import { checkEnqueue, fillBatcherOptions, type FilledBatcherOptions } from './batcher-options.js';
+import { checkEnqueue, fillBatcherOptions, type CheckedRequest, type FilledBatcherOptions } from './batcher-options.js';
 import type {
   BatchedRequest,
   BatcherOptions,
@@ -67,6 +67,7 @@ import type {
   ExecutedResult,
   SealedBatch,
   SealedSlice,
+  ValidatedEnqueue,
 } from './batcher-types.js';
 
 export { BatcherRejection, rejectionCodes, type RejectionReason } from './batcher-errors.js';
@@ -130,8 +131,6 @@ class Batch implements SealedBatch {
 interface Pending {
   readonly resolve: (slice: SealedSlice) => void;
   readonly reject: (error: Error) => void;
-  /** Where the caller enqueued, when captured (see enqueue: not for queued requests). */
-  readonly callSite?: CallSite;
 }
 
 function bindingOf(addon: LoadedAddon): BatcherBinding {
@@ -257,10 +256,32 @@ export class Batcher {
     } catch (error) {
       return Promise.reject(withCallSite(error as Error, callSiteOf(this.enqueue)));
     }
+    return this.#submit(checked, this.enqueue);
+  }
+
+  /**
+   * enqueue() for a request the request path has already validated against
+   * the model's signature (tensor/infer-request.ts prepareInference, whose
+   * shapes and byte sizes are the ones this batcher was created with), so its
+   * arguments are not checked a second time. The native side keeps its
+   * guard checks (input count, rows, null data) and bounds every copy by the
+   * batch's capacity, so a wrong request can fail its batch but is never
+   * written out of bounds.
+   */
+  enqueueValidated(request: ValidatedEnqueue): Promise<SealedSlice> {
+    if (this.#stopping !== undefined) {
+      return Promise.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), callSiteOf(this.enqueueValidated)));
+    }
+    const deadlineMs = request.deadlineMs;
+    const deadlineUs = deadlineMs === undefined ? null : Math.min(1e12, Math.max(0, Math.round(deadlineMs * 1000)));
+    return this.#submit({ ...request, deadlineUs }, this.enqueueValidated);
+  }
+
+  #submit(checked: CheckedRequest, caller: (...args: never[]) => unknown): Promise<SealedSlice> {
     const id = this.#nextRequest++;
     const { rows, priority, timeoutUs, deadlineUs, inputs, dims } = checked;
     const result = this.#binding.batcherEnqueue(this.#id, id, rows, priority, timeoutUs, deadlineUs, inputs, dims);
-    if (!result.ok) return Promise.reject(withCallSite(this.#refusal(result), callSiteOf(this.enqueue)));
+    if (!result.ok) return Promise.reject(withCallSite(this.#refusal(result), callSiteOf(caller)));
     // No call site for a request that is queued: capturing one costs about
     // 4.5 µs of the main thread per request (measured), a tenth of the whole
     // per-request budget. A later rejection carries the stack of the event
@@ -420,7 +441,7 @@ export class Batcher {
     const error = new BatcherRejection(
       request.reason, request.code, request.message, this.modelName, request.queueNs, this.#options.tenant, request.sequence,
     );
-    pending.reject(withCallSite(error, pending.callSite));
+    pending.reject(error);
   }
 
   #take(id: number): Pending | undefined {
@@ -439,7 +460,7 @@ export class Batcher {
   #failPending(): void {
     for (const [id, pending] of [...this.#pending]) {
       this.#pending.delete(id);
-      pending.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), pending.callSite));
+      pending.reject(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0));
     }
   }
 

@@ -56,6 +56,14 @@ export interface MetricsVersion {
   readonly statistics: { snapshot(): StatisticsSnapshot };
 }
 
+/** One version's per-request histograms, labels bound (ServerMetrics.forVersion). */
+export interface VersionMetrics {
+  /** A request answered successfully: its total latency and the execution's timing. */
+  observeSuccess(totalMs: number, timing: WorkerTiming): void;
+  /** One execution of `rows` rows. */
+  observeExecution(rows: number): void;
+}
+
 export interface MetricsSources {
   /** Every loaded version (READY or UNLOADING). */
   readonly versions: () => readonly MetricsVersion[];
@@ -103,6 +111,7 @@ export class ServerMetrics {
   private readonly patrolRestarts: Counter<string>;
   private readonly deviceFallbacks: Counter<string>;
   private readonly tenantRejections: Counter<string>;
+  private readonly bound = new WeakMap<object, VersionMetrics>();
 
   constructor(private readonly sources: MetricsSources) {
     collectDefaultMetrics({ register: this.registry });
@@ -162,15 +171,41 @@ export class ServerMetrics {
 
   /** A request answered successfully by `version`. */
   observeSuccess(version: MetricsVersion, totalMs: number, timing: WorkerTiming): void {
-    const labels = tenantLabels(version);
-    this.requestDuration.observe(labels, totalMs);
-    this.queueDuration.observe(labels, timing.queueNs / 1e6);
-    this.computeInferDuration.observe(labels, timing.computeInferNs / 1e6);
+    this.forVersion(version).observeSuccess(totalMs, timing);
   }
 
   /** One model execution of `rows` rows. */
   observeExecution(version: MetricsVersion, rows: number): void {
-    this.batchSize.observe(tenantLabels(version), rows);
+    this.forVersion(version).observeExecution(rows);
+  }
+
+  /**
+   * The version's per-request series, bound once: prom-client hashes a label
+   * object on every observe, and a version's labels never change. Bound
+   * children belong to this registry (one per thread that serves). Kept as
+   * long as the version object lives.
+   */
+  forVersion(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): VersionMetrics {
+    let bound = this.bound.get(version);
+    if (bound === undefined) {
+      const labels = tenantLabels(version);
+      const request = this.requestDuration.labels(labels);
+      const queue = this.queueDuration.labels(labels);
+      const computeInfer = this.computeInferDuration.labels(labels);
+      const batchSize = this.batchSize.labels(labels);
+      bound = {
+        observeSuccess(totalMs, timing) {
+          request.observe(totalMs);
+          queue.observe(timing.queueNs / 1e6);
+          computeInfer.observe(timing.computeInferNs / 1e6);
+        },
+        observeExecution(rows) {
+          batchSize.observe(rows);
+        },
+      };
+      this.bound.set(version, bound);
+    }
+    return bound;
   }
 
   /** The leak patrol restarted a model's worker pool. */
@@ -431,6 +466,6 @@ function versionLabels(version: MetricsVersion): Record<string, string> {
   return { model: version.modelName, version: version.versionLabel };
 }
 
-function tenantLabels(version: MetricsVersion): Record<string, string> {
+function tenantLabels(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): Record<string, string> {
   return { model: version.modelName, version: version.versionLabel, tenant: version.tenant };
 }

@@ -126,8 +126,11 @@ export class ModelRegistry {
       throw notFound(`model ${echo(name)} is not found; available models: ${available.join(', ') || '(none)'}`);
     }
     if (version === '') {
-      const ready = [...record.versions.values()].filter((v) => v.state === 'READY');
-      const newest = ready.sort((a, b) => b.version - a.version)[0];
+      // One pass, no allocation: this runs for every request that names no version.
+      let newest: ModelVersion | undefined;
+      for (const candidate of record.versions.values()) {
+        if (candidate.state === 'READY' && (newest === undefined || candidate.version > newest.version)) newest = candidate;
+      }
       if (newest === undefined) throw unavailable(`model '${name}' is not ready (${describeState(record)})`);
       return newest;
     }

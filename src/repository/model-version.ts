@@ -145,7 +145,7 @@ export class ModelVersion {
     return this.nativeValue;
   }
 
-  /** Attaches the executor (before warm-up); `note` says why the executor is not used when it is not. */
+  /** Attaches the executor (before warm-up); setExecutorNote says why, when the executor is not used. */
   attachNative(native: VersionExecutor): void {
     this.nativeValue = native;
   }

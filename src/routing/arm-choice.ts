@@ -170,13 +170,16 @@ export function chooseArm(
 /** A RequestView over a plain header record (HTTP's IncomingHttpHeaders: lower-case names). */
 export function requestView(
   headers: Readonly<Record<string, string | readonly string[] | undefined>>,
-  peer?: string,
+  peer?: string | (() => string | undefined),
 ): RequestView {
   return {
     header(name: string): string | undefined {
       const value = headers[name];
       return typeof value === 'string' ? value : value?.[0];
     },
-    peer,
+    // A function is called when a route asks for the address (most requests never do).
+    get peer() {
+      return typeof peer === 'function' ? peer() : peer;
+    },
   };
 }

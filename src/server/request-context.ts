@@ -5,24 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Metadata } from '@grpc/grpc-js';
-import { epochMs } from '../workers/worker-protocol.js';
+import { epochMs } from '../common/epoch-ms.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 export const TRACEPARENT_HEADER = 'traceparent';
 
-export interface RequestContext {
-  readonly requestId: string;
-  /** 32 lowercase hex digits, when the caller sent a valid traceparent. */
-  readonly traceId: string | undefined;
-  /** The call's gRPC deadline as epoch ms; undefined when the client set none. */
-  readonly deadlineMs?: number | undefined;
-  /**
-   * When the client cancelled the call (epoch ms, performance clock as
-   * workers' timings), or undefined while it has not; absent for a door that
-   * cannot tell. A call ended by its deadline is not cancelled by the client.
-   */
-  readonly cancelledAtMs?: (() => number | undefined) | undefined;
-}
+export type { RequestContext } from '../inference/infer-context.js';
+import type { RequestContext } from '../inference/infer-context.js';
 
 // Printable ASCII, bounded, so a hostile id cannot bloat or break log lines.
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;

@@ -1,7 +1,8 @@
 /**
- * The messages exchanged between the main thread and an inference worker.
- * Both sides import only types from here, so the worker module stays free of
- * server code and the main thread never loads onnxruntime.
+ * The messages exchanged between the main thread and an inference worker:
+ * types, and small pure helpers over them (re-exported from src/tensor and
+ * src/common). Nothing here loads onnxruntime or server code, so both sides
+ * can import it.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { ErrorKind } from '../common/error-kinds.js';

@@ -295,4 +295,23 @@ describe.each(addonBuilds)('$kind build: batcher', (build) => {
     expect(arena.stats().allocated).toBe(0);
     arena.close();
   });
+  it.skipIf(!build.present)('enqueueValidated: queues as enqueue does; what only the native guards see is refused INVALID, not written', async () => {
+    const { arena, batches, make } = setup();
+    const batcher = make({ maxQueueDelayUs: 0 });
+    const slice = await batcher.enqueueValidated({ rows: 2, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(5, 2)], dims: [[4]] });
+    expect(slice.batch.view(0).subarray(0, 2 * rowBytes)).toEqual(rowsOf(5, 2));
+    slice.batch.release();
+    // No TS argument check here: the native guard checks (input count, rows) still refuse.
+    const wrongCount = await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1), rowsOf(2)], dims: [[4], [4]] }));
+    expect(wrongCount.reason).toBe('INVALID');
+    expect(wrongCount.message).toMatch(/expected 1 inputs, got 2/);
+    const tooManyRows = await rejection(batcher.enqueueValidated({ rows: 9, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1, 9)], dims: [[4]] }));
+    expect(tooManyRows.message).toMatch(/rows: expected <= max_batch_size 8, got 9/);
+    // A deadline already passed is DEADLINE_EXCEEDED, as through enqueue.
+    expect((await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: -5, inputs: [rowsOf(1)], dims: [[4]] }))).reason).toBe('DEADLINE_EXCEEDED');
+    expect(batches).toHaveLength(1);
+    await batcher.stop();
+    expect(arena.stats().allocated).toBe(0);
+    arena.close();
+  });
 });

@@ -18,7 +18,7 @@ import { ModelConfigError, parseModelConfigText, validateModelConfig } from '../
 import { ortTypeToDataType } from '../../src/repository/datatypes.js';
 import { prepareInference } from '../../src/tensor/infer-request.js';
 import { externalShape, signatureFromConfig, type ModelSignature } from '../../src/tensor/model-signature.js';
-import { buildInferResponse } from '../../src/server/infer-response.js';
+import { buildInferResponse } from '../../src/inference/infer-response.js';
 import { checkEnqueue, fillBatcherOptions } from '../../src/native/batcher-options.js';
 import { fromOrtTensor, toOrtTensor } from '../../src/workers/ort-tensors.js';
 import type { TensorPayload } from '../../src/workers/worker-protocol.js';

@@ -145,14 +145,22 @@ export class PayloadArchive {
   }
 
   /**
+   * The sample rate of a model with `parameters`: its own override, else
+   * --archive-sample-rate. An invalid override is logged once per config.
+   */
+  rateFor(model: string, parameters: ArchiveEntry['modelParameters']): number {
+    return modelSampleRate(parameters, this.settings.sampleRate, (problem) =>
+      this.log.warn({ model, problem }, 'ignoring the model\'s archive sample rate'),
+    );
+  }
+
+  /**
    * Offers one answered request. Never throws and never waits: a request not
    * sampled is ignored; one that does not fit the queue is dropped and counted.
    */
   record(entry: ArchiveEntry): void {
     try {
-      const rate = modelSampleRate(entry.modelParameters, this.settings.sampleRate, (problem) =>
-        this.log.warn({ model: entry.model, problem }, 'ignoring the model\'s archive sample rate'),
-      );
+      const rate = this.rateFor(entry.model, entry.modelParameters);
       if (rate < 1 && !(Math.random() < rate)) return;
       if (this.closing !== undefined) return this.drop('closed');
       if (this.broken) return this.drop('write_error');

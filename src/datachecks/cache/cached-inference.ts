@@ -28,10 +28,10 @@ import type { ResponseCache } from './response-cache.js';
  * reloaded under the same label (a new model file) never answers from its
  * predecessor's entries, which then age out of the LRU.
  */
-const instances = new WeakMap<ModelVersion, number>();
+const instances = new WeakMap<CachedVersion, number>();
 let nextInstance = 0;
 
-function instanceOf(version: ModelVersion): number {
+function instanceOf(version: CachedVersion): number {
   let n = instances.get(version);
   if (n === undefined) {
     n = nextInstance++;
@@ -43,17 +43,28 @@ function instanceOf(version: ModelVersion): number {
 /** Test-only fault hooks (request or model config parameters) are never cached: they must reach the model. */
 const FAULT_PREFIX = 'hotpath_fault';
 
-/** Whether the version's config opts in (response_cache { enable: true }) and nothing asks for a fault. */
-export function cacheableBy(request: ModelInferRequest, version: ModelVersion): boolean {
+/**
+ * Whether answers of `version` may be cached: its config opts in
+ * (response_cache { enable: true }) and sets no test-only fault parameter.
+ * Fixed per version: the request path reads it when the version's plan is built.
+ */
+export function cacheableVersion(version: Pick<ModelVersion, 'config'>): boolean {
   if (version.config?.responseCache?.enable !== true) return false;
-  if (request.parameters[FAULT_PARAMETER] !== undefined) return false;
   return !Object.keys(version.config.parameters).some((key) => key.startsWith(FAULT_PREFIX));
 }
+
+/** A request carrying a test-only fault must reach the model: never answered from, or stored in, the cache. */
+export function requestAsksForFault(request: ModelInferRequest): boolean {
+  return request.parameters[FAULT_PARAMETER] !== undefined;
+}
+
+/** What the cache reads of the version: a loaded ModelVersion is one. */
+export type CachedVersion = Pick<ModelVersion, 'modelName' | 'versionLabel' | 'tenant' | 'signature' | 'statistics'>;
 
 export async function cachedAnswer(
   cache: ResponseCache<Uint8Array>,
   request: ModelInferRequest,
-  version: ModelVersion,
+  version: CachedVersion,
   elapsedNs: () => number,
   run: () => Promise<ModelInferResponse>,
 ): Promise<ModelInferResponse> {
@@ -78,7 +89,7 @@ export async function cachedAnswer(
 }
 
 /** Rows of the request, as Triton counts inference_count: the batch dimension, or 1 for a model without one. */
-function rowsOf(request: ModelInferRequest, version: ModelVersion): number {
+function rowsOf(request: ModelInferRequest, version: CachedVersion): number {
   if (version.signature.maxBatchSize <= 0) return 1;
   const rows = Number(request.inputs[0]?.shape[0] ?? 1n);
   return Number.isSafeInteger(rows) && rows > 0 ? rows : 1;

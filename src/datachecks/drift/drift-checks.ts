@@ -1,8 +1,9 @@
 /**
  * Drift checks of the models that turn them on (drift-settings.ts).
  *
- * The request path calls `record()`: a sampling decision and a push of the
- * request and answer, by reference, to a bounded queue. A later turn of the
+ * The request path calls the version's tap (`tapFor`, built once per version
+ * by its plan): a sampling decision and a push of the request and answer, by
+ * reference, to a bounded queue. A later turn of the
  * event loop decodes them and copies the numeric columns into each version's
  * ring (the last `windowRows` rows, and with a time window only those recorded
  * in the last `windowSeconds`). A timer per version (unref'd) copies the
@@ -166,16 +167,28 @@ export class DriftChecks {
 
   /** The request path: an answered request of `version`. Never throws, never blocks. */
   record(version: DriftVersion, request: ModelInferRequest, response: ModelInferResponse): void {
-    if (this.closed) return;
+    this.tapFor(version)?.(request, response);
+  }
+
+  /**
+   * What the request path calls with each answered request of `version`, its
+   * drift settings read once (a config problem is logged once, here);
+   * undefined when the version has no drift checks, so the path leaves the
+   * tap out. The tap never throws and never blocks.
+   */
+  tapFor(version: DriftVersion): ((request: ModelInferRequest, response: ModelInferResponse) => void) | undefined {
     const settings = driftSettings(version.config.parameters, (problem) =>
       this.log.warn({ model: version.modelName, version: version.versionLabel }, problem),
     );
-    if (settings === undefined || Math.random() >= settings.sampleRate || this.queue.length >= QUEUE_LIMIT) return;
-    this.queue.push({ version, request, response });
-    if (!this.drainScheduled) {
-      this.drainScheduled = true;
-      setImmediate(() => this.drain());
-    }
+    if (settings === undefined) return undefined;
+    return (request, response) => {
+      if (this.closed || Math.random() >= settings.sampleRate || this.queue.length >= QUEUE_LIMIT) return;
+      this.queue.push({ version, request, response });
+      if (!this.drainScheduled) {
+        this.drainScheduled = true;
+        setImmediate(() => this.drain());
+      }
+    };
   }
 
   private drain(): void {

@@ -25,7 +25,7 @@ import {
   type ModelStreamInferResponse,
 } from '../../generated/grpc_service_pb.js';
 import { toServiceError } from '../../common/serving-error.js';
-import type { InferContext, InferencePath } from '../inference-runner.js';
+import type { InferContext, InferencePath } from '../../inference/infer-context.js';
 import { requestContextFrom, trailersFor, watchCancellation } from '../request-context.js';
 import { callerOf, metadataHeaders } from '../admission.js';
 import { peerAddress } from '../../routing/arm-choice.js';
@@ -121,6 +121,12 @@ function contextOf(
     ...requestContextFrom(call.metadata, call.getDeadline()),
     cancelledAtMs: watchCancellation(call),
     caller: callerOf(call),
-    view: { header: metadataHeaders(call.metadata), peer: peerAddress(call.getPeer()) },
+    // Read only by a route's arm choice: the peer is parsed when a route asks for it.
+    view: {
+      header: metadataHeaders(call.metadata),
+      get peer() {
+        return peerAddress(call.getPeer());
+      },
+    },
   };
 }

@@ -21,7 +21,7 @@ import { ServingError, unavailable } from '../../common/serving-error.js';
 import { echo, echoField } from '../../common/echo.js';
 import { visibleTo, type Caller } from '../../security/caller.js';
 import { externalShape } from '../../tensor/model-signature.js';
-import type { RouteDescription, RouteService } from '../routing/route-service.js';
+import type { RouteDescription, RouteService } from '../../inference/routing/route-service.js';
 import { unary } from '../unary.js';
 
 export interface ServerIdentity {

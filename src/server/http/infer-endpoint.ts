@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Metadata } from '@grpc/grpc-js';
 import { invalidArgument } from '../../common/serving-error.js';
 import { epochMs } from '../../workers/worker-protocol.js';
-import type { InferencePath } from '../inference-runner.js';
+import type { InferencePath } from '../../inference/infer-context.js';
 import { peerAddress, requestView } from '../../routing/arm-choice.js';
 import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
 import { readBody } from './body-reader.js';
@@ -45,8 +45,8 @@ export class InferEndpoint {
       const caller = this.admission.admit('ModelInfer', request);
       const body = await readBody(request, this.maxBodyBytes);
       const decoded = decodeInferRequest(modelName, modelVersion, body, inferenceHeaderLength(request));
-      // The headers and the peer choose a route's arm (src/server/routing).
-      const view = requestView(request.headers, peerAddress(request.socket.remoteAddress ?? ''));
+      // The headers and the peer choose a route's arm (src/inference/routing).
+      const view = requestView(request.headers, () => peerAddress(request.socket.remoteAddress ?? ''));
       const answer = await this.runner.infer(decoded.request, { ...context, caller, view }, METHOD);
       const { json, binary } = encodeInferResponse(answer, decoded.outputs);
       // As Triton: the header and octet-stream only when binary bytes follow the JSON.

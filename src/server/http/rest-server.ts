@@ -29,7 +29,7 @@ import type { Logger } from 'pino';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
 import { applyHttpConnectionLimits, type ConnectionLimits } from '../../security/connection-limits.js';
-import type { InferencePath } from '../inference-runner.js';
+import type { InferencePath } from '../../inference/infer-context.js';
 import { declaredLength, tooLarge } from './body-reader.js';
 import { answerHealthz, answerLive, answerReady, type HealthProbes } from './health-endpoints.js';
 import { HttpFramingError, sendError, statusOf, type Exchange } from './http-reply.js';
