@@ -59,7 +59,7 @@
         'native/napi/executor_binding_values.cc',
         'native/napi/result_js.cc',
         'native/napi/worker_binding.cc',
-        'native/napi/worker_target.cc',
+        'native/batcher/worker_pool_target.cc',
       ],
       'include_dirs': ['native'],
       # C++ exceptions on, as in the CMake build (NODE_ADDON_API_CPP_EXCEPTIONS

@@ -10,7 +10,13 @@
 //   cache-miss     + response_cache { enable: true } and --cache-config
 //                  local,size=BYTES, every request distinct (all misses);
 //   cache-hit      the same server setup, 16 repeated bodies (hits);
-//   all            drift + archive (+ cache when available), distinct requests.
+//   all            drift + archive (+ cache when available), distinct requests;
+//   elsewhere      ctr_mlp as checked in, on a server where a routes file, the
+//                  archive, drift and the response cache are all configured,
+//                  for another model only (ctr_other: a copy of ctr_mlp), so
+//                  ctr_mlp's path must cost what `off` costs (issue 19:
+//                  throughput >= 0.98 x off; a feature not configured for a
+//                  version is absent from its path).
 // The cache contenders exist only when `hotpath serve --help` lists
 // --cache-config at run time.
 //
@@ -75,7 +81,14 @@ interface ContenderSpec {
   readonly cache: boolean;
   /** distinct: every request differs; repeated: HIT_POOL bodies over and over. */
   readonly requests: 'distinct' | 'repeated';
+  /** Routes, archive, drift and cache configured for another model (ctr_other), none for ctr_mlp. */
+  readonly elsewhere?: boolean;
 }
+
+/** The copy of ctr_mlp that the `elsewhere` contender configures every feature for. */
+const OTHER = 'ctr_other';
+/** The elsewhere contender's throughput over off's: at least this (issue 19). */
+const ELSEWHERE_TARGET = 0.98;
 
 function contenderSpecs(cacheAvailable: boolean): ContenderSpec[] {
   const specs: ContenderSpec[] = [
@@ -93,6 +106,12 @@ function contenderSpecs(cacheAvailable: boolean): ContenderSpec[] {
     name: 'all', description: `drift + archive${cacheAvailable ? ' + cache' : ''}, every request distinct`,
     drift: true, archive: true, cache: cacheAvailable, requests: 'distinct',
   });
+  if (cacheAvailable) {
+    specs.push({
+      name: 'elsewhere', description: `ctr_mlp as checked in; a routes file, --archive (rate 0, ${OTHER} overrides to 1), drift and the cache configured for ${OTHER} only`,
+      drift: false, archive: false, cache: false, requests: 'distinct', elsewhere: true,
+    });
+  }
   return specs;
 }
 
@@ -200,9 +219,33 @@ async function startContender(context: SuiteContext, spec: ContenderSpec, dir: s
     args.push('--archive', archiveDir, '--archive-sample-rate', '1');
   }
   if (spec.cache) args.push('--cache-config', `local,size=${CACHE_BYTES}`);
+  if (spec.elsewhere === true) args.push(...configureElsewhere(context, dir, repository, source));
   context.log(`datachecks: ${spec.name}: starting the server (${args.join(' ')}) ...`);
   const server = await startServer(context.root, repository, args, 120_000);
   return { spec, server, ...(archiveDir ? { archiveDir } : {}) };
+}
+
+/**
+ * The `elsewhere` contender's other model and server flags: ctr_other (a copy
+ * of ctr_mlp) with drift, the cache and an archive rate of 1, a routes file
+ * whose one route is over ctr_other, and the archive and cache turned on for
+ * the server (the archive's server-wide rate 0, so only ctr_other is archived).
+ */
+function configureElsewhere(context: SuiteContext, dir: string, repository: string, source: { config: string; modelPath: string }): string[] {
+  const otherDir = path.join(repository, OTHER);
+  mkdirSync(path.join(otherDir, '1'), { recursive: true });
+  const config = withParameters(source.config.replace(/name:\s*"[^"]*"/, `name: "${OTHER}"`), { drift: true, cache: true } as ContenderSpec)
+    + 'parameters { key: "hotpath_archive_sample_rate" value: { string_value: "1" } }\n';
+  writeFileSync(path.join(otherDir, 'config.pbtxt'), config);
+  copyFileSync(source.modelPath, path.join(otherDir, '1', 'model.onnx'));
+  const csv = path.join(dir, 'elsewhere', 'reference.csv');
+  writeFileSync(csv, referenceCsv(5000, CTR.width, 0x5eed));
+  const built = spawnSync(process.execPath, [path.join(context.root, 'dist', 'src', 'cli.js'), 'drift-reference', '--model-dir', otherDir, '--csv', csv, '--tensor', CTR.input],
+    { cwd: context.root, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`datachecks: drift-reference for ${OTHER} failed (${built.status}): ${built.stderr}${built.stdout}`);
+  const routes = path.join(dir, 'elsewhere', 'routes.yaml');
+  writeFileSync(routes, `routes:\n  other_route:\n    arms: { only: { model: ${OTHER}, weight: 1 } }\n`);
+  return ['--routes', routes, '--archive', path.join(dir, 'elsewhere', 'archive'), '--archive-sample-rate', '0', '--cache-config', `local,size=${CACHE_BYTES}`];
 }
 
 /** ModelStatistics' cache_hit and cache_miss counts (Triton's fields). */
@@ -430,9 +473,14 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
       p99_ratio: round(s.p99_ms! / off.p99_ms!, 3),
     }));
     const driftRatio = ratios.find((r) => r.name === 'drift')!.cpu_ratio;
+    const elsewhereRatio = ratios.find((r) => r.name === 'elsewhere')?.throughput_ratio;
     const json = {
       suite: 'datachecks',
       target: { figure: 'cpu_ratio of drift = CPU µs per request with drift on / off (totals over the rounds)', max: DRIFT_TARGET, value: driftRatio, met: driftRatio === null ? null : driftRatio <= DRIFT_TARGET },
+      elsewhere_target: elsewhereRatio === undefined ? null : {
+        figure: 'throughput_ratio of elsewhere = ctr_mlp req/s with routes, archive, drift and cache configured for another model / off',
+        min: ELSEWHERE_TARGET, value: elsewhereRatio, met: elsewhereRatio === null ? null : elsewhereRatio >= ELSEWHERE_TARGET,
+      },
       cache: cacheAvailable ? 'measured' : 'not available (no --cache-config in hotpath serve --help)',
       summaries,
       ratios,
@@ -452,6 +500,7 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
     ]);
     for (const r of ratios) table.push([`${r.name} / off`, `CPU ${r.cpu_ratio} (median ${r.cpu_ratio_median}), throughput ${r.throughput_ratio}, p50 ${r.p50_ratio}, p99 ${r.p99_ratio}`]);
     table.push(['drift CPU target', `${driftRatio} (<= ${DRIFT_TARGET}: ${json.target.met === null ? '–' : json.target.met ? 'PASS' : 'FAIL'})`]);
+    if (elsewhereRatio !== undefined) table.push(['elsewhere throughput target', `${elsewhereRatio} (>= ${ELSEWHERE_TARGET}: ${elsewhereRatio === null ? '–' : elsewhereRatio >= ELSEWHERE_TARGET ? 'PASS' : 'FAIL'})`]);
     if (!cacheAvailable) table.push(['cache', 'not measured: no --cache-config in hotpath serve --help']);
     return { json, table };
   } finally {

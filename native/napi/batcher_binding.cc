@@ -21,13 +21,16 @@
 #include "napi/batcher_dispatch.h"
 #include "napi/export_functions.h"
 #include "napi/result_js.h"
-#include "napi/worker_target.h"
+#include "batcher/worker_pool_target.h"
 
 namespace hotpath::napi {
 
 namespace {
 
 namespace bt = hotpath::batcher;
+using bt::WorkerOutputSpec;
+using bt::WorkerPool;
+using bt::WorkerPoolTarget;
 
 // Bound on relative times from JS, as in the core (about 11.6 days).
 constexpr uint64_t kMaxMicroseconds = 1'000'000'000'000;

@@ -1,5 +1,5 @@
 // worker* bindings. See worker_binding.h. Translation and lifetime only; the
-// scheduling is worker_target.cc's.
+// scheduling is batcher/worker_pool_target.cc's.
 #include "napi/worker_binding.h"
 
 #include <cstring>
@@ -13,13 +13,18 @@
 #include "napi/executor_binding_values.h"
 #include "napi/export_functions.h"
 #include "napi/result_js.h"
-#include "napi/worker_target.h"
+#include "batcher/worker_pool_target.h"
 
 namespace hotpath::napi {
 
 namespace {
 
 namespace bt = hotpath::batcher;
+using bt::FailedOutcome;
+using bt::WorkerChannel;
+using bt::WorkerJob;
+using bt::WorkerPool;
+using bt::WorkerPoolStats;
 
 struct WorkerEnv;
 

@@ -1,5 +1,5 @@
 // worker* bindings: the native hand-off between a batcher and onnxruntime
-// workers (worker_target.h), for src/native/worker-channel.ts.
+// workers (batcher/worker_pool_target.h), for src/native/worker-channel.ts.
 //
 // Main thread: workerPoolCreate / workerPoolClose / workerPoolStats (one pool
 // per worker generation; batcherSetWorkerTarget points a batcher at it).

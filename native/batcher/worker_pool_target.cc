@@ -1,13 +1,11 @@
-// WorkerPool and WorkerPoolTarget. See worker_target.h.
-#include "napi/worker_target.h"
+// WorkerPool and WorkerPoolTarget. See worker_pool_target.h.
+#include "batcher/worker_pool_target.h"
 
 #include <atomic>
 #include <string>
 #include <utility>
 
-namespace hotpath::napi {
-
-namespace bt = hotpath::batcher;
+namespace hotpath::batcher {
 
 namespace {
 
@@ -17,8 +15,8 @@ std::mutex registry_mutex;
 std::map<uint64_t, std::shared_ptr<WorkerPool>> registry;  // guarded by registry_mutex
 uint64_t next_pool_id = 1;                                  // guarded by registry_mutex
 
-void Fail(std::unique_ptr<WorkerJob> job, bt::ExecutionFailure failure, const std::string& message) {
-  const StatusCode code = failure == bt::ExecutionFailure::kShutdown ? StatusCode::kUnavailable : StatusCode::kInternal;
+void Fail(std::unique_ptr<WorkerJob> job, ExecutionFailure failure, const std::string& message) {
+  const StatusCode code = failure == ExecutionFailure::kShutdown ? StatusCode::kUnavailable : StatusCode::kInternal;
   auto done = std::move(job->done);
   job->outputs.clear();  // frees the pre-allocated outputs before the batch goes back
   done(std::move(job->batch), FailedOutcome(failure, Status(code, message)));
@@ -26,8 +24,8 @@ void Fail(std::unique_ptr<WorkerJob> job, bt::ExecutionFailure failure, const st
 
 }  // namespace
 
-bt::BatchOutcome FailedOutcome(bt::ExecutionFailure failure, Status status) {
-  bt::BatchOutcome outcome;
+BatchOutcome FailedOutcome(ExecutionFailure failure, Status status) {
+  BatchOutcome outcome;
   outcome.status = std::move(status);
   outcome.failure = failure;
   return outcome;
@@ -57,7 +55,7 @@ void WorkerPool::Submit(std::unique_ptr<WorkerJob> job) {
       return;
     }
   }
-  Fail(std::move(job), bt::ExecutionFailure::kShutdown, "the worker pool is closed");
+  Fail(std::move(job), ExecutionFailure::kShutdown, "the worker pool is closed");
 }
 
 uint64_t WorkerPool::AddChannel(std::shared_ptr<WorkerChannel> channel) {
@@ -85,7 +83,7 @@ void WorkerPool::RemoveChannel(uint64_t channel) {
     }
     channels_.erase(it);
   }
-  if (orphan) Fail(std::move(orphan), bt::ExecutionFailure::kWorkerCrashed, "the inference worker running the batch exited");
+  if (orphan) Fail(std::move(orphan), ExecutionFailure::kWorkerCrashed, "the inference worker running the batch exited");
 }
 
 WorkerJob* WorkerPool::Running(uint64_t token) {
@@ -118,7 +116,7 @@ void WorkerPool::Close() {
     closed_ = true;
     queued.swap(queue_);
   }
-  for (auto& job : queued) Fail(std::move(job), bt::ExecutionFailure::kShutdown, "the worker pool closed before the batch ran");
+  for (auto& job : queued) Fail(std::move(job), ExecutionFailure::kShutdown, "the worker pool closed before the batch ran");
 }
 
 WorkerPoolStats WorkerPool::Stats() const {
@@ -164,7 +162,7 @@ void WorkerPool::PumpLocked() {
   }
 }
 
-WorkerPoolTarget::WorkerPoolTarget(std::shared_ptr<WorkerPool> pool, std::shared_ptr<bt::BatchMemory> output_memory,
+WorkerPoolTarget::WorkerPoolTarget(std::shared_ptr<WorkerPool> pool, std::shared_ptr<BatchMemory> output_memory,
                                    uint64_t memory_owner, std::vector<WorkerOutputSpec> outputs, bool batched)
     : pool_(std::move(pool)),
       output_memory_(std::move(output_memory)),
@@ -172,7 +170,7 @@ WorkerPoolTarget::WorkerPoolTarget(std::shared_ptr<WorkerPool> pool, std::shared
       outputs_(std::move(outputs)),
       batched_(batched) {}
 
-void WorkerPoolTarget::Execute(bt::SealedBatch batch, std::function<void(bt::SealedBatch, bt::BatchOutcome)> done) {
+void WorkerPoolTarget::Execute(SealedBatch batch, std::function<void(SealedBatch, BatchOutcome)> done) {
   auto job = std::make_unique<WorkerJob>();
   job->output_memory = output_memory_;
   job->memory_owner = memory_owner_;
@@ -188,17 +186,17 @@ void WorkerPoolTarget::Execute(bt::SealedBatch batch, std::function<void(bt::Sea
       bytes *= static_cast<uint64_t>(dim);
     }
     if (bytes == 0) continue;  // nothing to pre-allocate: the worker's run says what it is
-    const bt::BufferSpec buffer{memory_owner_, batch.batch_id, static_cast<uint32_t>(i), bytes};
-    Result<bt::MemoryBlock> block = output_memory_->Allocate(buffer);
+    const BufferSpec buffer{memory_owner_, batch.batch_id, static_cast<uint32_t>(i), bytes};
+    Result<MemoryBlock> block = output_memory_->Allocate(buffer);
     if (!block.ok()) {
-      const bt::ExecutionFailure failure = block.status().code() == StatusCode::kResourceExhausted
-                                               ? bt::ExecutionFailure::kResourceExhausted
-                                               : bt::ExecutionFailure::kInternal;
+      const ExecutionFailure failure = block.status().code() == StatusCode::kResourceExhausted
+                                               ? ExecutionFailure::kResourceExhausted
+                                               : ExecutionFailure::kInternal;
       job->outputs.clear();
       done(std::move(batch), FailedOutcome(failure, block.status()));
       return;
     }
-    job->outputs.back() = bt::BatchBuffer(output_memory_, block.value(), buffer);
+    job->outputs.back() = BatchBuffer(output_memory_, block.value(), buffer);
     job->output_shapes.back() = std::move(shape);
   }
   job->batch = std::move(batch);
@@ -206,4 +204,4 @@ void WorkerPoolTarget::Execute(bt::SealedBatch batch, std::function<void(bt::Sea
   pool_->Submit(std::move(job));
 }
 
-}  // namespace hotpath::napi
+}  // namespace hotpath::batcher

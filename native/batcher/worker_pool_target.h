@@ -9,9 +9,10 @@
 //   target->Execute(batch, done);                 // batcher thread
 //   ...worker runs it; Finish(token) -> done(batch, outcome), on the worker
 //
-// No N-API here: a channel is anything that can post a job token to its
-// worker's loop without blocking (worker_binding.cc: a ThreadSafeFunction
-// created in the worker's environment). One job per channel at a time; jobs
+// No N-API here (so it lives with the batcher and has its own CTest,
+// worker_pool_target_test): a channel is anything that can post a job token
+// to its worker's loop without blocking (napi/worker_binding.cc: a
+// ThreadSafeFunction created in the worker's environment). One job per channel at a time; jobs
 // wait in the pool's FIFO while every channel is busy (or none is open yet).
 //
 // Ownership: the pool owns queued and running jobs (each job owns its batch,
@@ -42,7 +43,7 @@
 #include "batcher/execution_target.h"
 #include "common/result.h"
 
-namespace hotpath::napi {
+namespace hotpath::batcher {
 
 class WorkerChannel {
  public:
@@ -54,14 +55,14 @@ class WorkerChannel {
 
 // One sealed batch on its way through a worker.
 struct WorkerJob {
-  batcher::SealedBatch batch;
+  SealedBatch batch;
   // One per model output. An empty buffer: the worker's run allocates that
   // output and Finish copies it into `output_memory`.
-  std::vector<batcher::BatchBuffer> outputs;
+  std::vector<BatchBuffer> outputs;
   std::vector<std::vector<int64_t>> output_shapes;  // of the pre-allocated outputs
-  std::shared_ptr<batcher::BatchMemory> output_memory;
+  std::shared_ptr<BatchMemory> output_memory;
   uint64_t memory_owner = 0;
-  std::function<void(batcher::SealedBatch, batcher::BatchOutcome)> done;
+  std::function<void(SealedBatch, BatchOutcome)> done;
 };
 
 struct WorkerPoolStats {
@@ -135,27 +136,27 @@ struct WorkerOutputSpec {
   std::optional<std::vector<int64_t>> dims;
 };
 
-class WorkerPoolTarget final : public batcher::ExecutionTarget {
+class WorkerPoolTarget final : public ExecutionTarget {
  public:
   // `batched`: the batcher batches (max_batch_size > 0), so an output with
   // known per-row dims is pre-allocated as [rows, dims...] in
   // `output_memory` under `memory_owner`. Otherwise every output is the
   // worker's.
-  WorkerPoolTarget(std::shared_ptr<WorkerPool> pool, std::shared_ptr<batcher::BatchMemory> output_memory,
+  WorkerPoolTarget(std::shared_ptr<WorkerPool> pool, std::shared_ptr<BatchMemory> output_memory,
                    uint64_t memory_owner, std::vector<WorkerOutputSpec> outputs, bool batched);
 
-  void Execute(batcher::SealedBatch batch,
-               std::function<void(batcher::SealedBatch, batcher::BatchOutcome)> done) override;
+  void Execute(SealedBatch batch,
+               std::function<void(SealedBatch, BatchOutcome)> done) override;
 
  private:
   const std::shared_ptr<WorkerPool> pool_;
-  const std::shared_ptr<batcher::BatchMemory> output_memory_;
+  const std::shared_ptr<BatchMemory> output_memory_;
   const uint64_t memory_owner_;
   const std::vector<WorkerOutputSpec> outputs_;
   const bool batched_;
 };
 
 // A failed outcome.
-batcher::BatchOutcome FailedOutcome(batcher::ExecutionFailure failure, Status status);
+BatchOutcome FailedOutcome(ExecutionFailure failure, Status status);
 
-}  // namespace hotpath::napi
+}  // namespace hotpath::batcher
