@@ -40,6 +40,7 @@
 #include "executor/kernels.h"
 #include "executor/tolerance.h"
 #include "tests/check.h"
+#include "tests/cuda_test_support.h"
 
 namespace hotpath::executor {
 namespace {
@@ -48,64 +49,6 @@ using test::Checker;
 
 constexpr double kUlp = 1.0 / 16777216.0;  // 2^-24
 const KernelContext kHostCtx{};
-
-void Must(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) return;
-  std::fprintf(stderr, "FATAL %s: %s\n", what, cudaGetErrorString(err));
-  std::exit(1);
-}
-
-// A device copy of a host vector (or zero-filled), freed on scope exit.
-// Copies run on a stream of their own and are waited for: a pageable
-// cudaMemcpy on the legacy stream may return before its DMA lands and does
-// not order with the test's non-blocking stream, whose kernels launch right
-// after the last upload.
-template <typename T>
-class DeviceArray {
- public:
-  explicit DeviceArray(const std::vector<T>& host) : count_(host.size()) {
-    Must(cudaMalloc(&ptr_, Bytes() + 1), "cudaMalloc");
-    if (count_ > 0) Copy(ptr_, host.data(), cudaMemcpyHostToDevice, "upload");
-  }
-  ~DeviceArray() { (void)cudaFree(ptr_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-
-  T* get() const { return static_cast<T*>(ptr_); }
-  std::vector<T> Download() const {
-    std::vector<T> host(count_);
-    if (count_ > 0) Copy(host.data(), ptr_, cudaMemcpyDeviceToHost, "download");
-    return host;
-  }
-
- private:
-  void Copy(void* dst, const void* src, cudaMemcpyKind kind, const char* what) const {
-    cudaStream_t stream = nullptr;
-    Must(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), what);
-    Must(cudaMemcpyAsync(dst, src, Bytes(), kind, stream), what);
-    Must(cudaStreamSynchronize(stream), what);
-    Must(cudaStreamDestroy(stream), what);
-  }
-  size_t Bytes() const { return count_ * sizeof(T); }
-  size_t count_;
-  void* ptr_ = nullptr;
-};
-
-// One device, one stream, its error flag.
-struct Gpu {
-  std::shared_ptr<ExecDevice> device;
-  std::unique_ptr<ExecStream> stream;
-  uint32_t* flag = nullptr;
-
-  const KernelSet& kernels() const { return device->kernels(); }
-  KernelContext ctx() const { return stream->context(); }
-  // The kernel's status, or the synchronisation's when the kernel launched.
-  Status Run(const std::function<Status(const KernelSet&, const KernelContext&)>& kernel) {
-    Status launched = kernel(kernels(), ctx());
-    ExecStatus synced = stream->Synchronize();
-    return launched.ok() ? synced.status : launched;
-  }
-};
 
 std::vector<float> Random(size_t count, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
