@@ -92,6 +92,10 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
     [ -n "$cap" ] && arch="${cap/./}-real"
   fi
 fi
+# cmake-js configures before check.sh would point CMake at nvcc: do it here.
+if [ "$gpu" = 1 ] && [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDACXX=/usr/local/cuda/bin/nvcc
+fi
 mode=$([ "$gpu" = 1 ] && echo device || echo host)
 say "path: $mode$([ "$gpu" = 1 ] && echo " (CUDA architectures ${arch:-default})")"
 
