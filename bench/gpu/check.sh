@@ -42,6 +42,8 @@
 #   HOTPATH_GPU_TEST_TIMEOUT=S       per-test limit of the gpu CTests (180)
 #   HOTPATH_CHECK_NPM_BENCH=0        skip step 7 (OUT/run.sh does: its server
 #                 check measures the executor against onnxruntime itself)
+# The JSON's commit is the pack's COMMIT file when there is one (an unpacked
+# pack may sit inside some other git checkout), else git's HEAD.
 # Run by `sh`: start again under bash (this line is the last one sh must read).
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -uo pipefail
@@ -355,7 +357,7 @@ mode=device
   printf '{"check":"hotpath-gpu-check","ok":%s,"mode":%s,"started":%s,"elapsed_s":%s,' \
     "$ok" "$(json_str "$mode")" "$(json_str "$started")" "$elapsed"
   printf '"commit":%s,"versions":%s,"cublas_path":%s,' \
-    "$(json_str "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$root/COMMIT" 2>/dev/null || echo unknown)")" "$versions" "$(json_str "$cublas_dir")"
+    "$(json_str "$(cat "$root/COMMIT" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)")" "$versions" "$(json_str "$cublas_dir")"
   printf '"steps":[%s],"failures":[%s],"warnings":[%s],"gemm":%s,' "$(IFS=,; echo "${steps[*]:-}")" \
     "$(IFS=,; echo "${failures_json[*]:-}")" "$(IFS=,; echo "${warnings_json[*]:-}")" "$(json_str "$gemm_summary")"
   printf '"ctest_gpu":%s,"executor_check":%s,"arena_bench":%s,"npm_bench_gpu":%s}\n' \
