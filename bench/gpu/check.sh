@@ -8,11 +8,15 @@
 #      SGEMM runs)
 #   3. configure + build (Release -O2, CUDA ON, tests + benchmarks, ninja)
 #      only the targets used below
-#   4. ctest -L gpu (sequential: the tests measure device memory)
+#   4. ctest -L gpu (sequential: the tests measure device memory; each
+#      test's time limit is its TIMEOUT property, which ctest's --timeout
+#      does not override, so it is set at configure time:
+#      -DHOTPATH_GPU_TEST_TIMEOUT)
 #   5. executor_check: driver/runtime versions, device vs host results on
 #      every sample model (plans from bench/gpu/plans/, see README.md) and on
 #      generated MLPs, the scoring benchmark (batch 1..1024, ranker_mlp and a
-#      4 x 1024 MLP generated on the node), cudaMemGetInfo after unload
+#      4 x 1024 MLP generated on the node), cudaMemGetInfo after unload;
+#      then which GEMM ran, with a loud warning when cuBLAS was not tested
 #   6. arena_bench (the arena against cudaMalloc/cudaFree)
 #   7. `npm run bench -- gpu` (executor vs onnxruntime on CPU), only when a
 #      node binary is found (HOTPATH_NODE or PATH) with dist/ and
@@ -33,7 +37,13 @@
 #   HOTPATH_CHECK_QUICK=1            quick benchmarks on a GPU node too
 #   HOTPATH_CUDA_ARCHITECTURES=...   CMAKE_CUDA_ARCHITECTURES (default: the
 #                 device's compute capability from nvidia-smi, e.g. 90-real)
-#   HOTPATH_NODE=/path/to/node       the node binary for step 7
+#   HOTPATH_NODE=/path/to/node       the node binary for step 7 (OUT/run.sh
+#                 sets it to the packed Node; without it, `node` on PATH)
+#   HOTPATH_GPU_TEST_TIMEOUT=S       per-test limit of the gpu CTests (180)
+#   HOTPATH_CHECK_NPM_BENCH=0        skip step 7 (OUT/run.sh does: its server
+#                 check measures the executor against onnxruntime itself)
+# The JSON's commit is the pack's COMMIT file when there is one (an unpacked
+# pack may sit inside some other git checkout), else git's HEAD.
 # Run by `sh`: start again under bash (this line is the last one sh must read).
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -uo pipefail
@@ -52,6 +62,8 @@ dry_run=${HOTPATH_CHECK_ALLOW_NO_DEVICE:-0}
 [ "$dry_run" = 1 ] || dry_run=0
 plans=${HOTPATH_CHECK_PLANS:-"$root/bench/gpu/plans"}
 quick=${HOTPATH_CHECK_QUICK:-$dry_run}
+gpu_test_timeout=${HOTPATH_GPU_TEST_TIMEOUT:-180}
+warnings=()   # loud, but not failures (e.g. cuBLAS not tested)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 t0=$(date +%s)
 
@@ -161,6 +173,7 @@ if [ "$version_ok" = 1 ]; then
   s=$(now)
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
     "-DHOTPATH_CUDA=$cuda_mode" -DHOTPATH_BUILD_TESTS=ON -DHOTPATH_BUILD_BENCH=ON "${arch_flag[@]}" \
+    "-DHOTPATH_GPU_TEST_TIMEOUT=$gpu_test_timeout" \
     >"$build/configure.log" 2>&1
   rc=$?
   if [ $rc -ne 0 ]; then
@@ -191,7 +204,9 @@ ctest_json=null
 if [ "$built" = 1 ]; then
   say "== ctest -L gpu"
   s=$(now)
-  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 180 >"$build/ctest-gpu.log" 2>&1
+  # No --timeout: it only applies to tests without a TIMEOUT property, and
+  # every test has one (HOTPATH_GPU_TEST_TIMEOUT, set at configure).
+  ctest --test-dir "$build" -L gpu --output-on-failure >"$build/ctest-gpu.log" 2>&1
   rc=$?
   tests=()
   passed=0 failed=0 skipped=0
@@ -220,6 +235,40 @@ if [ "$built" = 1 ]; then
   fi
 fi
 
+# Which GEMM executor_check ran (its JSON's cuda.gemm), said plainly; a
+# device run that did not test cuBLAS gets a loud warning (not a failure:
+# the own SGEMM is always there, but production may load cuBLAS).
+gemm_summary=""
+gemm_report() {
+  local file="$build/executor-check.json" sets="" tested="" library="" why=""
+  [ -s "$file" ] || return 0
+  if command -v python3 >/dev/null 2>&1; then
+    IFS='|' read -r sets tested library why < <(python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1])).get("cuda", {})
+g = c.get("gemm", {})
+print("|".join([",".join(c.get("kernel_sets", [])) or "none", str(g.get("cublas_tested", False)).lower(),
+                g.get("cublas_library", ""), g.get("cublas_not_tested_because", "").replace("|", "/")]))
+' "$file" 2>/dev/null)
+  else
+    sets=$(sed -n 's/.*"kernel_sets":\[\([^]]*\)\].*/\1/p' "$file" | tr -d '"')
+    tested=$(sed -n 's/.*"cublas_tested":\(true\|false\).*/\1/p' "$file")
+    library=$(sed -n 's/.*"cublas_library":"\([^"]*\)".*/\1/p' "$file")
+    why=$(sed -n 's/.*"cublas_not_tested_because":"\([^"]*\)".*/\1/p' "$file")
+  fi
+  gemm_summary="kernel sets: ${sets:-none}; cuBLAS tested: ${tested:-false}${library:+ ($library)}"
+  say "   GEMM: $gemm_summary (own SGEMM: small-m kernels for m <= 16, tiled above)"
+  if [ "${tested:-false}" != true ] && [ "$dry_run" != 1 ]; then
+    local banner="cuBLAS WAS NOT TESTED on this device: ${why:-unknown}. Only the own SGEMM ran; install the nvidia-cublas wheel (pip install nvidia-cublas) or set HOTPATH_CUBLAS_PATH, and run again."
+    warnings+=("$banner")
+    say ""
+    say "   !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    say "   !!! WARNING: $banner"
+    say "   !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    say ""
+  fi
+}
+
 # --- 5. executor_check -------------------------------------------------------------
 if [ "$built" = 1 ]; then
   say "== executor_check (plans: $plans)"
@@ -242,6 +291,7 @@ if [ "$built" = 1 ]; then
     record executor-check 0 $rc $(( $(now) - s )) "$(grep -m 3 'FAIL' "$build/executor-check.out" | tr '\n' ' ')"
   fi
   [ -d "$plans" ] || say "   note: no $plans: only the generated models ran (README.md: export the plans and carry them)"
+  gemm_report
 fi
 
 # --- 6. arena_bench ----------------------------------------------------------------
@@ -266,6 +316,8 @@ node_bin=${HOTPATH_NODE:-$(command -v node || true)}
 npm_json=null
 if [ "$version_ok" != 1 ]; then
   npm_skip="the version check failed"
+elif [ "${HOTPATH_CHECK_NPM_BENCH:-1}" = 0 ]; then
+  npm_skip="HOTPATH_CHECK_NPM_BENCH=0 (OUT/run.sh measures the executor against onnxruntime in its server check)"
 elif [ -z "$node_bin" ] || [ ! -x "$node_bin" ]; then
   npm_skip="no node binary (set HOTPATH_NODE or put node on PATH)"
 elif [ ! -f "$root/dist/bench/run.js" ]; then
@@ -296,6 +348,8 @@ ok=true
 [ ${#failures[@]} -eq 0 ] || ok=false
 failures_json=()
 for f in "${failures[@]+"${failures[@]}"}"; do failures_json+=("$(json_str "$f")"); done
+warnings_json=()
+for w in "${warnings[@]+"${warnings[@]}"}"; do warnings_json+=("$(json_str "$w")"); done
 out="$build/gpu-check.json"
 mode=device
 [ "$dry_run" = 1 ] && mode=dry-run
@@ -303,8 +357,9 @@ mode=device
   printf '{"check":"hotpath-gpu-check","ok":%s,"mode":%s,"started":%s,"elapsed_s":%s,' \
     "$ok" "$(json_str "$mode")" "$(json_str "$started")" "$elapsed"
   printf '"commit":%s,"versions":%s,"cublas_path":%s,' \
-    "$(json_str "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)")" "$versions" "$(json_str "$cublas_dir")"
-  printf '"steps":[%s],"failures":[%s],' "$(IFS=,; echo "${steps[*]:-}")" "$(IFS=,; echo "${failures_json[*]:-}")"
+    "$(json_str "$(cat "$root/COMMIT" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)")" "$versions" "$(json_str "$cublas_dir")"
+  printf '"steps":[%s],"failures":[%s],"warnings":[%s],"gemm":%s,' "$(IFS=,; echo "${steps[*]:-}")" \
+    "$(IFS=,; echo "${failures_json[*]:-}")" "$(IFS=,; echo "${warnings_json[*]:-}")" "$(json_str "$gemm_summary")"
   printf '"ctest_gpu":%s,"executor_check":%s,"arena_bench":%s,"npm_bench_gpu":%s}\n' \
     "$ctest_json" "$(json_file "$build/executor-check.json")" "$(json_file "$build/arena-bench.json")" "$npm_json"
 } >"$out"
@@ -317,5 +372,6 @@ if [ -n "${OUT:-}" ] && mkdir -p "$OUT" 2>/dev/null; then
   for f in executor-check.err ctest-gpu.log build.log; do [ -f "$build/$f" ] && cp "$build/$f" "$OUT/$f"; done
 fi
 say "== done in ${elapsed}s: $([ "$ok" = true ] && echo PASSED || echo "FAILED (${#failures[@]}: ${failures[*]+"${failures[*]}"})")"
+for w in "${warnings[@]+"${warnings[@]}"}"; do say "WARNING: $w"; done
 say "results: $out${OUT:+ (copied to $OUT)}"
 [ "$ok" = true ]

@@ -33,7 +33,11 @@ using executor::GraphPlan;
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
-constexpr uint32_t kBenchSeed = 0xbe7c4;
+// The memory check's limit: one 2 MiB granule. The driver maps device memory
+// in 2 MiB pages and may keep one mapped after the last cudaFree in it
+// (cudaMemGetInfo counts it used), so a single granule is not a leak; a real
+// leak of a weights or workspace block is larger or repeats every cycle.
+constexpr uint64_t kDriverGranule = 2 * kMiB;
 
 struct Point {
   JobsResult jobs;
@@ -163,13 +167,14 @@ void BenchModel(CheckContext& ctx, JsonWriter& json, const CheckModel& model, co
                                     contenders[0].loaded.exec->outputs());
       if (points[i].jobs.status.ok() && points[0].jobs.status.ok() && !c.ok()) {
         ctx.Fail("bench: " + model.name + " on " + kernels + " at batch " + std::to_string(batch) + ": " +
-                 (c.error.empty() ? std::to_string(c.failures) + " elements differ from host" : c.error));
+                 DescribeFailure(c));
       }
       json.Key(kernels);
       json.BeginObject();
       json.Field("ratio", host_rate > 0 ? RowsPerSecond(points[i]) / host_rate : 0.0);
       json.Field("max_abs_diff", c.max_abs);
-      json.Field("max_rel_diff", c.max_rel);
+      json.Field("rtol", c.rtol);
+      json.Field("max_ratio", c.max_ratio);
       json.Field("ok", c.ok());
       json.EndObject();
       line += ", " + kernels + " " + std::to_string(RowsPerSecond(points[i])) + " rows/s p50 " +
@@ -258,17 +263,17 @@ void CheckDeviceMemory(CheckContext& ctx, JsonWriter& json) {
   if (measured && !DeviceFreeBytes(ordinal, &after)) ctx.Fail("memory: cudaMemGetInfo after unload failed");
   const uint64_t below = after >= baseline ? 0 : baseline - after;
   // Reserved segments are reported, not judged: device memory is the criterion.
-  const bool ok = below <= kMiB && stats.allocated == 0;
+  const bool ok = below <= kDriverGranule && stats.allocated == 0;
   if (!ok) {
     ctx.Fail("memory: after unload, device free memory is " + std::to_string(below) +
-             " bytes below its baseline (limit 1 MiB); arena allocated " + std::to_string(stats.allocated) +
+             " bytes below its baseline (limit 2 MiB, one driver granule); arena allocated " + std::to_string(stats.allocated) +
              ", reserved " + std::to_string(stats.backend_reserved));
   }
   if (!measured) json.Field("device_free_bytes", "not measured: host stand-in (--host-as-device)");
   json.FieldUint("baseline_free_bytes", baseline);
   json.FieldUint("after_free_bytes", after);
   json.FieldUint("below_baseline_bytes", below);
-  json.FieldUint("limit_bytes", kMiB);
+  json.FieldUint("limit_bytes", kDriverGranule);
   json.FieldUint("cycles", ctx.args.memory_cycles);
   json.FieldUint("loads", loads);
   json.FieldUint("arena_released_bytes", released);

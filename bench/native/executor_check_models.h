@@ -43,6 +43,9 @@ class SeededRandom {
 
 inline constexpr uint32_t kRankerSeed = 0x4a4c3e;  // models/lib/sample-models.ts SEED_RANKER
 inline constexpr uint32_t kMlp4x1024Seed = 0x4b1024;  // bench/suites/gpu.ts
+// The benchmark's inputs (executor_check_bench.cc); phase A's generated
+// models take UniformSamples(plan, 256, seed ^ 0x5eed).
+inline constexpr uint32_t kBenchSeed = 0xbe7c4;
 
 struct CheckModel {
   std::string name;

@@ -24,10 +24,12 @@ double Ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<
 void WriteComparison(JsonWriter& json, const Comparison& c) {
   json.FieldUint("elements", c.elements);
   json.FieldUint("failures", c.failures);
+  json.Field("rtol", c.rtol);
   json.Field("max_abs", c.max_abs);
-  json.Field("max_rel", c.max_rel);
+  json.Field("max_ratio", c.max_ratio);
   json.Field("ok", c.ok());
   if (!c.error.empty()) json.Field("error", c.error);
+  if (!c.detail.empty()) json.Field("detail", c.detail);
   if (c.failures > 0) {
     json.Key("worst");
     json.BeginObject();
@@ -181,7 +183,7 @@ void CheckModels(CheckContext& ctx, JsonWriter& json) {
       if (!c.ok()) {
         ok = false;
         ctx.Fail(model.name + " on host: batch " + std::to_string(batches[b]) + " differs from the first rows of batch " +
-                 std::to_string(batches.back()) + (c.error.empty() ? "" : ": " + c.error));
+                 std::to_string(batches.back()) + ": " + DescribeFailure(c));
       }
       consistency.push_back(c);
     }
@@ -213,10 +215,7 @@ void CheckModels(CheckContext& ctx, JsonWriter& json) {
         if (!c.ok()) {
           ok = false;
           ctx.Fail(model.name + " on " + slot.kernels + " at batch " + std::to_string(batches[b]) + ": " +
-                   (c.error.empty() ? std::to_string(c.failures) + " of " + std::to_string(c.elements) +
-                                          " elements outside |d - h| <= 1e-6 + 1e-5 |h| (max abs " +
-                                          std::to_string(c.max_abs) + ")"
-                                    : c.error));
+                   DescribeFailure(c));
         }
         results.push_back(c);
       }

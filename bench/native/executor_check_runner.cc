@@ -135,14 +135,15 @@ JobsResult RunJobs(Executor& exec, const JobInputs& inputs, const JobsConfig& co
 }
 
 Comparison CompareOutputs(const std::vector<std::vector<uint8_t>>& a, const std::vector<std::vector<uint8_t>>& b,
-                          const std::vector<executor::IoSpec>& specs, double atol, double rtol) {
+                          const std::vector<executor::IoSpec>& specs, double rtol) {
   Comparison c;
+  c.rtol = rtol;
   if (a.size() != b.size() || a.size() != specs.size()) {
     c.error = "output counts differ";
     return c;
   }
-  double worst_excess = -1;
   uint64_t base = 0;  // element index across outputs
+  bool first = true;
   for (size_t o = 0; o < a.size(); ++o) {
     if (a[o].size() != b[o].size()) {
       c.error = "output '" + specs[o].name + "' sizes differ: " + std::to_string(a[o].size()) + " vs " +
@@ -151,35 +152,41 @@ Comparison CompareOutputs(const std::vector<std::vector<uint8_t>>& a, const std:
     }
     if (specs[o].dtype != DType::kFloat32) {
       c.elements += a[o].size();
-      if (a[o] != b[o]) ++c.failures;  // not float: must be identical
+      if (a[o] != b[o]) {
+        ++c.failures;  // not float: must be identical
+        if (c.detail.empty()) c.detail = "output '" + specs[o].name + "' (" + executor::DTypeName(specs[o].dtype) + ") differs";
+      }
+      base += a[o].size();
       continue;
     }
     const size_t n = a[o].size() / sizeof(float);
-    for (size_t i = 0; i < n; ++i) {
-      float fa = 0;
-      float fb = 0;
-      std::memcpy(&fa, a[o].data() + i * sizeof(float), sizeof(float));
-      std::memcpy(&fb, b[o].data() + i * sizeof(float), sizeof(float));
-      const double da = fa;
-      const double db = fb;
-      double diff = std::fabs(da - db);
-      const double allowed = atol + rtol * std::fabs(db);
-      if (std::isnan(da) || std::isnan(db)) diff = std::isnan(da) && std::isnan(db) ? 0 : INFINITY;
-      c.max_abs = std::max(c.max_abs, diff);
-      if (db != 0) c.max_rel = std::max(c.max_rel, diff / std::fabs(db));
-      const double excess = diff - allowed;
-      if (excess > 0) ++c.failures;
-      if (excess > worst_excess) {
-        worst_excess = excess;
-        c.worst = base + i;
-        c.worst_a = da;
-        c.worst_b = db;
-      }
+    // Copies: the byte buffers carry no float alignment guarantee.
+    std::vector<float> fa(n);
+    std::vector<float> fb(n);
+    if (n > 0) {
+      std::memcpy(fa.data(), a[o].data(), n * sizeof(float));
+      std::memcpy(fb.data(), b[o].data(), n * sizeof(float));
     }
+    const executor::FloatComparison f = executor::CompareFloats(fa.data(), fb.data(), n, rtol);
     c.elements += n;
+    c.failures += f.failures;
+    c.max_abs = std::max(c.max_abs, f.max_abs);
+    if (n > 0 && (first || f.max_ratio > c.max_ratio)) {
+      c.max_ratio = f.max_ratio;
+      c.worst = base + f.worst;
+      c.worst_a = f.worst_got;
+      c.worst_b = f.worst_want;
+      first = false;
+    }
+    if (!f.ok() && c.detail.empty()) c.detail = "output '" + specs[o].name + "': " + executor::DescribeComparison(f);
     base += n;
   }
   return c;
+}
+
+std::string DescribeFailure(const Comparison& c) {
+  if (!c.error.empty()) return c.error;
+  return c.detail.empty() ? "ok (max |d - h| " + executor::FormatNumber(c.max_abs) + ")" : c.detail;
 }
 
 double Percentile(std::vector<double> values, double p) {

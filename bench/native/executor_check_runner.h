@@ -14,6 +14,7 @@
 #include "common/result.h"
 #include "executor/executor.h"
 #include "executor/plan_io.h"
+#include "executor/tolerance.h"
 
 namespace hotpath::bench {
 
@@ -53,20 +54,26 @@ JobsResult RunJobs(executor::Executor& exec, const JobInputs& inputs, const Jobs
 
 struct Comparison {
   uint64_t elements = 0;
-  uint64_t failures = 0;  // elements outside the tolerance (or NaN mismatches)
+  uint64_t failures = 0;  // elements outside the tolerance (or NaN/inf mismatches, differing bytes)
+  double rtol = 0;
   double max_abs = 0;     // max |a - b|
-  double max_rel = 0;     // max |a - b| / |b| over elements with b != 0
-  uint64_t worst = 0;     // index of the element furthest outside the tolerance
+  double max_ratio = 0;   // max |a - b| / (rtol (|b| + rms(b))), per output: > 1 fails
+  std::string detail;     // executor::DescribeComparison of the first failing output
+  uint64_t worst = 0;     // index (across outputs) of the element with the largest ratio
   double worst_a = 0, worst_b = 0;
   std::string error;      // a shape or dtype mismatch; then nothing else is meaningful
   bool ok() const { return error.empty() && failures == 0; }
 };
 
-// Compares `a` (device) against `b` (host reference), output by output, as
-// FLOAT when the dtype is FLOAT (pass: |a - b| <= atol + rtol * |b|) and
-// bytewise otherwise.
+// Compares `a` (device) against `b` (host reference), output by output:
+// FLOAT with the one device-vs-host tolerance of executor/tolerance.h,
+// |a - b| <= rtol (|b| + rms(b)) with rms over that output; other dtypes
+// must be identical bytes.
 Comparison CompareOutputs(const std::vector<std::vector<uint8_t>>& a, const std::vector<std::vector<uint8_t>>& b,
-                          const std::vector<executor::IoSpec>& specs, double atol = 1e-6, double rtol = 1e-5);
+                          const std::vector<executor::IoSpec>& specs, double rtol = executor::kModelRtol);
+
+// "3 of 256 elements outside ...", or the error: one line for a failure message.
+std::string DescribeFailure(const Comparison& c);
 
 // p-th percentile (0..100, nearest rank) of `values`; 0 when empty.
 double Percentile(std::vector<double> values, double p);

@@ -15,7 +15,9 @@
 //      for prefix in $VIRTUAL_ENV, $CONDA_PREFIX, /usr, /usr/local,
 //      /opt/conda.
 // HOTPATH_CUBLAS=off (also 0, false, no) makes MakeCudaDevice skip cuBLAS
-// altogether and use the own SGEMM (cuda_device.cu reads it).
+// altogether and use the own SGEMM (cuda_device.cu reads it once per
+// process, at the first MakeCudaDevice; CudaBlas::kOff asks for the same
+// explicitly, without touching the environment).
 //
 // The library is loaded once per process and never unloaded (handles may
 // outlive any one device). Thread-safety: LoadCublas may be called from any
@@ -33,7 +35,15 @@ struct cublasContext;
 using cublasHandle_t = cublasContext*;
 using cublasStatus_t = int;
 inline constexpr cublasStatus_t kCublasStatusSuccess = 0;
+inline constexpr cublasStatus_t kCublasStatusNotInitialized = 1;
 inline constexpr cublasStatus_t kCublasStatusAllocFailed = 3;
+inline constexpr cublasStatus_t kCublasStatusInvalidValue = 7;
+inline constexpr cublasStatus_t kCublasStatusArchMismatch = 8;
+inline constexpr cublasStatus_t kCublasStatusMappingError = 11;
+inline constexpr cublasStatus_t kCublasStatusExecutionFailed = 13;
+inline constexpr cublasStatus_t kCublasStatusInternalError = 14;
+inline constexpr cublasStatus_t kCublasStatusNotSupported = 15;
+inline constexpr cublasStatus_t kCublasStatusLicenseError = 16;
 using cublasOperation_t = int;
 inline constexpr cublasOperation_t kCublasOpN = 0;
 inline constexpr cublasOperation_t kCublasOpT = 1;
@@ -56,6 +66,28 @@ struct CublasApi {
                                           long long stride_c, int batch_count) = nullptr;
   std::string library;  // the path or name that was loaded, for logs
 };
+
+// How a failed cuBLAS call is handled (cuda_gemm.cu). kPermanent: the call
+// would fail the same way every time on this handle and device (a rejected
+// argument or shape, an unsupported architecture or feature, a bad handle,
+// no licence) and cuBLAS launched nothing, so the own SGEMM computes it
+// instead; the device is fine. kTransient: it may work next time (workspace
+// allocation, a kernel that failed to launch, an internal error, unknown
+// statuses): the batch fails as a transient device fault and runs on CPU.
+// A sticky CUDA error behind either is checked separately (cudaGetLastError).
+enum class CublasFailure { kPermanent, kTransient };
+inline CublasFailure ClassifyCublasStatus(cublasStatus_t status) {
+  switch (status) {
+    case kCublasStatusNotInitialized:
+    case kCublasStatusInvalidValue:
+    case kCublasStatusArchMismatch:
+    case kCublasStatusNotSupported:
+    case kCublasStatusLicenseError:
+      return CublasFailure::kPermanent;
+    default:
+      return CublasFailure::kTransient;
+  }
+}
 
 // The process's cuBLAS, loading it on first use. UNAVAILABLE listing what
 // was tried when none loads (the caller then uses its own SGEMM).

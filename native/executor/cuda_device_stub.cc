@@ -10,7 +10,7 @@
 
 namespace hotpath::executor {
 
-Result<std::shared_ptr<ExecDevice>> MakeCudaDevice(int ordinal) {
+Result<std::shared_ptr<ExecDevice>> MakeCudaDevice(int ordinal, CudaBlas /*blas*/) {
   return Status(StatusCode::kUnavailable,
                 "CUDA device " + std::to_string(ordinal) +
                     " unavailable: hotpath_native was built without CUDA");

@@ -1,9 +1,11 @@
 // The CUDA kernel set (internal to native/executor; CUDA builds only).
 //
 //   cuda_kernels.cu  the KernelSet and every kernel but Gemm's
-//   cuda_gemm.cu     Gemm: the own tiled SGEMM with its fused epilogue, and
-//                    the cuBLAS path (cublasSgemmStridedBatched, then the
-//                    bias/activation epilogue kernel)
+//   cuda_gemm.cu     Gemm: the own kernels (small-m for m <= 16, the tiled
+//                    SGEMM above; detail/gemm_path.h) with their fused
+//                    epilogue, and the cuBLAS path (cublasSgemmStridedBatched,
+//                    then the bias/activation epilogue kernel; a permanent
+//                    cuBLAS refusal falls back to the own kernels)
 //
 // FP32 only: plain FFMA, no TF32 or tensor cores, built without fast math.
 // Every launch goes on the context's stream and is checked with
@@ -24,7 +26,8 @@ namespace hotpath::executor {
 
 // The CUDA set. With `blas` (process lifetime, may be null) its name is
 // "cuda+cublas" and Gemm runs cuBLAS whenever the context carries a handle
-// and the sizes fit cuBLAS's int parameters; otherwise "cuda", own SGEMM.
+// and the sizes fit cuBLAS's int parameters (a stream whose handle could not
+// be created runs the own kernels); otherwise "cuda", own kernels.
 std::unique_ptr<KernelSet> MakeCudaKernelSet(const CublasApi* blas);
 
 // Checks that this device can run the kernels (cudaFuncGetAttributes; e.g.

@@ -6,10 +6,11 @@
 //         are memcpy, Synchronize is a no-op. The reference, and how CI runs
 //         the whole path.
 //   cuda: MakeCudaDevice(ordinal) — own kernels or cuBLAS (dlopen'ed when
-//         present, chosen once and logged through name()), one non-blocking
-//         CUDA stream per instance, cudaMemcpyAsync from pinned staging.
-//         Where cuBLAS is looked for: cublas_loader.h (HOTPATH_CUBLAS_PATH
-//         adds directories); HOTPATH_CUBLAS=off forces the own kernels.
+//         present, chosen once per device and logged through name()), one
+//         non-blocking CUDA stream per instance, cudaMemcpyAsync from pinned
+//         staging. Where cuBLAS is looked for: cublas_loader.h
+//         (HOTPATH_CUBLAS_PATH adds directories); HOTPATH_CUBLAS=off, read
+//         once per process, or CudaBlas::kOff forces the own kernels.
 //
 // Faults: every CUDA call is checked. A failure is classified (FaultClass):
 //   kSticky     the context is unusable for the rest of the process
@@ -59,7 +60,19 @@ class ExecStream {
   // Waits for everything queued, then checks and clears the error flag
   // (a data error, e.g. a Gather index: INVALID_ARGUMENT, FaultClass kNone).
   virtual ExecStatus Synchronize() = 0;
+
+  // Timing marks (kTimingMarks of them): the executor marks the start of a
+  // job, the end of its copies in, of its kernels and of its copies out.
+  // On CUDA a mark is an event recorded on the stream, so the intervals are
+  // the device's own time for each phase (what the host clock sees is only
+  // the queuing); on host it is the clock, the work being synchronous.
+  virtual ExecStatus Mark(int mark) = 0;
+  // After a successful Synchronize: the time from mark i to mark i + 1 for
+  // i = 0, 1, 2 into ns[i].
+  virtual ExecStatus Intervals(uint64_t ns[3]) = 0;
 };
+
+inline constexpr int kTimingMarks = 4;
 
 class ExecDevice {
  public:
@@ -79,8 +92,22 @@ class ExecDevice {
 
 // The host device (process-wide, immutable).
 std::shared_ptr<ExecDevice> HostDevice();
-// UNAVAILABLE naming the runtime call when CUDA is not compiled in or the
-// device is not usable.
-Result<std::shared_ptr<ExecDevice>> MakeCudaDevice(int ordinal);
+// A host device running `kernels` (which must outlive it; e.g. the
+// device-order set of host_device_order.h). kind() is "host".
+std::shared_ptr<ExecDevice> MakeHostDevice(const KernelSet& kernels);
+
+// Whether a CUDA device may use cuBLAS. kAuto: when it loads and a handle
+// works, unless HOTPATH_CUBLAS=off (read at the first MakeCudaDevice call of
+// the process). kOff: the own kernels, whatever the environment (tests and
+// executor_check compare both sets this way instead of calling setenv once
+// CUDA's threads exist).
+enum class CudaBlas : int32_t { kAuto, kOff };
+
+// The CUDA device `ordinal`, one per (ordinal, CudaBlas) for the process:
+// the checks and the cuBLAS probe run at the first call, later calls return
+// the same immutable device. UNAVAILABLE naming the runtime call when CUDA
+// is not compiled in or the device is not usable (not cached: a later call
+// checks again).
+Result<std::shared_ptr<ExecDevice>> MakeCudaDevice(int ordinal, CudaBlas blas = CudaBlas::kAuto);
 
 }  // namespace hotpath::executor

@@ -2,7 +2,6 @@
 // job queue and the instance loop that walks the compiled steps.
 #include "executor/executor.h"
 
-#include <chrono>
 #include <functional>
 #include <string>
 #include <system_error>
@@ -20,12 +19,6 @@ using detail::Instance;
 namespace {
 
 constexpr uint32_t kMaxInstances = 256;
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 std::string Prefix(const ExecutorState& s) { return "executor '" + s.program.model_name + "': "; }
 
@@ -84,15 +77,18 @@ ExecOutcome RunJob(ExecutorState& s, Instance& instance, const ExecJob& job) {
     return outcome;
   };
 
-  const uint64_t t0 = NowNs();
+  // Timing: the stream's marks (CUDA events on a device, so each phase is
+  // the device's own time, not the queuing the host clock would see).
+  ExecStatus marked = stream.Mark(0);
+  if (!marked.ok()) return fail(marked);
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     const ProgramIo& io = program.inputs[i];
     ExecStatus copied = stream.CopyIn(instance.workspace + io.ref.offset, job.inputs[i].data,
                                       static_cast<size_t>(io.bytes.At(rows)));
     if (!copied.ok()) return fail(copied);
   }
-  const uint64_t t1 = NowNs();
-  outcome.timing.input_ns = t1 - t0;
+  marked = stream.Mark(1);
+  if (!marked.ok()) return fail(marked);
   const KernelSet& kernels = s.config.device->kernels();
   for (const detail::Step& step : program.steps) {
     Status ran = detail::RunStep(step, kernels, context, instance.workspace, s.weights, rows);
@@ -106,17 +102,24 @@ ExecOutcome RunJob(ExecutorState& s, Instance& instance, const ExecJob& job) {
                               ran.code() != StatusCode::kInvalidArgument;
     return fail({ran, device_error ? FaultClass::kTransient : FaultClass::kNone});
   }
-  const uint64_t t2 = NowNs();
-  outcome.timing.compute_ns = t2 - t1;
+  marked = stream.Mark(2);
+  if (!marked.ok()) return fail(marked);
   for (size_t i = 0; i < program.outputs.size(); ++i) {
     const ProgramIo& io = program.outputs[i];
     ExecStatus copied = stream.CopyOut(job.outputs[i].data, RegionBase(s, instance, io.ref.region) + io.ref.offset,
                                        static_cast<size_t>(io.bytes.At(rows)));
     if (!copied.ok()) return fail(copied);
   }
+  marked = stream.Mark(3);
+  if (!marked.ok()) return fail(marked);
   ExecStatus synced = stream.Synchronize();
   if (!synced.ok()) return fail(synced);
-  outcome.timing.output_ns = NowNs() - t2;
+  uint64_t ns[3] = {};
+  ExecStatus timed = stream.Intervals(ns);
+  if (!timed.ok()) return fail(timed);
+  outcome.timing.input_ns = ns[0];
+  outcome.timing.compute_ns = ns[1];
+  outcome.timing.output_ns = ns[2];
   return outcome;
 }
 

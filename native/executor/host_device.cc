@@ -1,6 +1,7 @@
 // The host device: kernels run on the calling (instance) thread, copies are
 // memcpy, and there is nothing to wait for. The reference device, and how CI
 // runs the executor end to end.
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -28,6 +29,24 @@ class HostStream final : public ExecStream {
     return Copy(host_dst, device_src, bytes, "CopyOut");
   }
 
+  // The kernels ran on this thread before Mark is called: the clock is the
+  // phase's own time.
+  ExecStatus Mark(int mark) override {
+    if (mark < 0 || mark >= kTimingMarks) {
+      return {Status(StatusCode::kInvalidArgument, "Mark: no mark " + std::to_string(mark)), FaultClass::kNone};
+    }
+    marks_[mark] = std::chrono::steady_clock::now();
+    return {};
+  }
+
+  ExecStatus Intervals(uint64_t ns[3]) override {
+    for (int i = 0; i + 1 < kTimingMarks; ++i) {
+      const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(marks_[i + 1] - marks_[i]).count();
+      ns[i] = elapsed > 0 ? static_cast<uint64_t>(elapsed) : 0;
+    }
+    return {};
+  }
+
   ExecStatus Synchronize() override {
     if (error_flag_ == nullptr || *error_flag_ == 0) return {};
     const uint32_t code = *error_flag_;
@@ -50,13 +69,15 @@ class HostStream final : public ExecStream {
   }
 
   uint32_t* const error_flag_;
+  std::chrono::steady_clock::time_point marks_[kTimingMarks] = {};
 };
 
 class HostExecDevice final : public ExecDevice {
  public:
+  explicit HostExecDevice(const KernelSet& kernels) : kernels_(kernels) {}
   const char* kind() const override { return "host"; }
   int ordinal() const override { return -1; }
-  const KernelSet& kernels() const override { return HostKernels(); }
+  const KernelSet& kernels() const override { return kernels_; }
 
   Result<std::unique_ptr<ExecStream>> CreateStream(uint32_t* error_flag) override {
     return std::unique_ptr<ExecStream>(std::make_unique<HostStream>(error_flag));
@@ -72,6 +93,9 @@ class HostExecDevice final : public ExecDevice {
   }
 
   ExecStatus BindThread() override { return {}; }
+
+ private:
+  const KernelSet& kernels_;  // outlives the device (the caller's promise)
 };
 
 }  // namespace
@@ -79,8 +103,12 @@ class HostExecDevice final : public ExecDevice {
 std::shared_ptr<ExecDevice> HostDevice() {
   // Immutable and stateless: one instance for the process, never destroyed
   // before its users (function-local static with a shared_ptr copy each call).
-  static const std::shared_ptr<ExecDevice> device = std::make_shared<HostExecDevice>();
+  static const std::shared_ptr<ExecDevice> device = std::make_shared<HostExecDevice>(HostKernels());
   return device;
+}
+
+std::shared_ptr<ExecDevice> MakeHostDevice(const KernelSet& kernels) {
+  return std::make_shared<HostExecDevice>(kernels);
 }
 
 }  // namespace hotpath::executor

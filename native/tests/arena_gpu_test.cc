@@ -1,6 +1,9 @@
 // GPU-only test (CTest label "gpu"): the arena invariant suite on CUDA device
-// memory, then cudaMemGetInfo must be back at its baseline (within 1 MiB)
-// once the arena is gone. Also pinned host memory. Exits with kSkipExitCode
+// memory, then cudaMemGetInfo must be back at its baseline (within 2 MiB)
+// once the arena is gone. Why 2 MiB: the driver maps device memory in 2 MiB
+// granules and may keep one mapped after the last cudaFree in it
+// (cudaMemGetInfo counts it used); a leaked 32 MiB segment would show far
+// above that. Also pinned host memory. Exits with kSkipExitCode
 // without a usable device. Built only with HOTPATH_WITH_CUDA.
 #include <cuda_runtime_api.h>
 
@@ -14,6 +17,7 @@
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kDriverGranule = 2 * kMiB;  // see the top
 
 bool DeviceFree(size_t* free_bytes) {
   size_t total = 0;
@@ -62,6 +66,6 @@ int main() {
   uint64_t leaked = after >= baseline ? 0 : baseline - after;
   std::printf("device free: baseline %zu, after %zu (%llu bytes below)\n", baseline, after,
               static_cast<unsigned long long>(leaked));
-  check.True(leaked <= kMiB, "device memory back to baseline within 1 MiB");
+  check.True(leaked <= kDriverGranule, "device memory back to baseline within 2 MiB (one driver granule)");
   return check.ExitCode();
 }

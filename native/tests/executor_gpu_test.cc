@@ -2,20 +2,24 @@
 // arena on the CUDA backend, against the same plan on HostDevice() with a
 // host arena: a small MLP, a 4 x 1024 MLP and a CTR-shaped graph (Gather,
 // Transpose, Cast, Concat, LayerNorm, MatMul, Softmax, ReduceMean...), with
-// both kernel sets ("cuda+cublas" when cuBLAS loads, and HOTPATH_CUBLAS=off),
+// both kernel sets ("cuda+cublas" when cuBLAS loads, and CudaBlas::kOff),
 // two instances and concurrent jobs. A Gather index out of range fails its
 // job (INVALID_ARGUMENT, no device fault) and the next job runs. Finally,
 // device memory: after a warm pass (module loading, cuBLAS set-up), a second
-// identical pass must leave cudaMemGetInfo within 1 MiB of the baseline
-// once its executors are destroyed and arena->ReleaseCached() ran.
+// identical pass must leave cudaMemGetInfo within 2 MiB of the baseline
+// once its executors are destroyed and arena->ReleaseCached() ran: the
+// driver maps device memory in 2 MiB granules and may keep one mapped after
+// the last free in it, which cudaMemGetInfo counts as used; a leaked block
+// would repeat every pass or be larger.
 // Exits 77 (skipped) when no device is usable.
 //
 // Tolerance: both sides are FP32 but sum in different orders (own SGEMM or
 // cuBLAS vs the host's loops). A float sum of K terms differs by roughly
 // 2^-24 * sqrt(K / 2) of the sum's RMS per layer, ~1.4e-6 for K = 1024, so
-// |gpu - host| <= rtol * (|host| + rms(output)) with rtol 1e-5 for the small
-// graphs and 1e-4 for the 5-layer 1024-wide MLP leaves ample headroom while
-// any indexing error (O(1) differences) still fails.
+// the one device tolerance (executor/tolerance.h), |gpu - host| <= rtol *
+// (|host| + rms(output)), with kDeviceRtol (1e-5) for the small graphs and
+// kModelRtol (1e-4) for the 5-layer 1024-wide MLP leaves ample headroom
+// while any indexing error (O(1) differences) still fails.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -31,6 +35,7 @@
 
 #include "arena/arena.h"
 #include "executor/executor.h"
+#include "executor/tolerance.h"
 #include "tests/check.h"
 #include "tests/executor_plans.h"
 
@@ -43,11 +48,12 @@ using testing::Ints;
 using testing::PlanMaker;
 
 constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kDriverGranule = 2 * kMiB;  // see the top
 
 struct Model {
   std::string name;
   GraphPlan plan;
-  double rtol = 1e-5;
+  double rtol = kDeviceRtol;
 };
 
 // x[B,16] -Gemm+Relu-> [B,32] -Gemm(transB)+Relu-> [B,8] -Gemm-> [B,1] -Sigmoid.
@@ -57,7 +63,7 @@ Model SmallMlp() {
   int32_t h = p.Node("Relu", {p.Node("Gemm", {x, p.Random("w1", {16, 32}, 1), p.Random("b1", {32}, 2)})});
   h = p.Node("Relu", {p.Node("Gemm", {h, p.Random("w2", {8, 32}, 3), p.Random("b2", {8}, 4)}, {{"transB", Int(1)}})});
   p.Output(p.Node("Sigmoid", {p.Node("Gemm", {h, p.Random("w3", {8, 1}, 5), p.Random("b3", {1}, 6)})}));
-  return Model{"small MLP", p.plan, 1e-5};
+  return Model{"small MLP", p.plan, kDeviceRtol};
 }
 
 // x[B,1024] -> 4 x (Gemm 1024x1024 (transB) + Relu) -> Gemm 1024x10 -> Softmax.
@@ -73,7 +79,7 @@ Model WideMlp() {
   }
   h = p.Node("Gemm", {h, p.Random("wo", {1024, 10}, 30, 0.05f), p.Random("bo", {10}, 31)});
   p.Output(p.Node("Softmax", {h}, {{"axis", Int(1)}}));
-  return Model{"4x1024 MLP", p.plan, 1e-4};
+  return Model{"4x1024 MLP", p.plan, kModelRtol};
 }
 
 // ids[B,3] -Gather(table[10,4])-> [B,3,4] -Transpose-> [B,4,3] -Reshape-> [B,12]
@@ -91,7 +97,7 @@ Model Ctr() {
   h = p.Node("Relu", {p.Node("Add", {p.Node("MatMul", {h, p.Random("w1", {17, 8}, 43)}), p.Random("b1", {8}, 44)})});
   p.Output(p.Node("Softmax", {p.Node("MatMul", {h, p.Random("w2", {8, 3}, 45, 1.0f)})}));
   p.Output(p.Node("ReduceMean", {h}, {{"axes", Ints({1})}}));
-  return Model{"CTR graph", p.plan, 1e-5};
+  return Model{"CTR graph", p.plan, kDeviceRtol};
 }
 
 // Inputs for `rows` rows: floats in [-1, 1), INT64 ids in [0, 10).
@@ -153,17 +159,8 @@ Outcome RunOne(Executor& exec, uint32_t rows, const std::vector<std::vector<uint
 void ExpectClose(Checker& check, const std::vector<float>& got, const std::vector<float>& want, double rtol,
                  const std::string& what) {
   if (!check.Equal(got.size(), want.size(), what + ": size")) return;
-  double sum_squares = 0;
-  for (float w : want) sum_squares += static_cast<double>(w) * w;
-  const double rms = want.empty() ? 0.0 : std::sqrt(sum_squares / static_cast<double>(want.size()));
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= rtol * (std::fabs(want[i]) + rms) + 1e-7) && bad++ < 3) {
-      check.True(false, what + ": element " + std::to_string(i) + " gpu " + std::to_string(got[i]) + " host " +
-                            std::to_string(want[i]));
-    }
-  }
-  check.True(bad == 0, what + ": " + std::to_string(bad) + " elements out of tolerance");
+  const FloatComparison c = CompareFloats(got.data(), want.data(), got.size(), rtol);
+  check.True(c.ok(), what + ": " + DescribeComparison(c));
 }
 
 struct Arenas {
@@ -284,10 +281,8 @@ int main() {
     std::printf("skipped: %s\n", with_default.status().ToString().c_str());
     return test::kSkipExitCode;
   }
-  setenv("HOTPATH_CUBLAS", "off", 1);
-  Result<std::shared_ptr<ExecDevice>> own = MakeCudaDevice(0);
-  unsetenv("HOTPATH_CUBLAS");
-  if (!check.True(own.ok(), "MakeCudaDevice with HOTPATH_CUBLAS=off: " + own.status().ToString())) {
+  Result<std::shared_ptr<ExecDevice>> own = MakeCudaDevice(0, CudaBlas::kOff);
+  if (!check.True(own.ok(), "MakeCudaDevice(0, CudaBlas::kOff): " + own.status().ToString())) {
     return check.ExitCode();
   }
   std::vector<std::shared_ptr<ExecDevice>> devices = {own.value()};
@@ -323,6 +318,6 @@ int main() {
   const uint64_t below = after >= baseline ? 0 : baseline - after;
   std::printf("device free: baseline %zu, after %zu (%llu bytes below; %llu released from the cache)\n", baseline,
               after, static_cast<unsigned long long>(below), static_cast<unsigned long long>(released));
-  check.True(below <= kMiB, "device memory back within 1 MiB of the baseline");
+  check.True(below <= kDriverGranule, "device memory back within 2 MiB (one driver granule) of the baseline");
   return check.ExitCode();
 }

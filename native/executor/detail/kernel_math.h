@@ -7,7 +7,7 @@
 // they are __host__ __device__.
 #pragma once
 
-#include <math.h>  // ::expf / ::tanhf, which both g++ and nvcc device code provide
+#include <math.h>  // ::expf / ::tanhf / ::fmaf, which both g++ and nvcc device code provide
 #include <stdint.h>
 #include <string.h>  // memcpy: the portable bit cast on host and device
 
@@ -63,6 +63,17 @@ HOTPATH_HD inline float BiasAt(const float* bias, BiasKind kind, int64_t bias_of
       return bias[bias_offset + i * n + j];
   }
   return 0.0f;
+}
+
+// The Gemm epilogue on `scaled` = alpha * (the sum of op(A) @ op(B)), already
+// rounded: the bias as one fused multiply-add (beta * bias + scaled), then
+// the activation. Written with fmaf so the device kernels (where nvcc would
+// contract a plain `scaled + beta * bias` or not, as it sees fit) and the
+// host device-order set (host_device_order.h) round it identically. The
+// reference host set keeps its own unfused epilogue.
+HOTPATH_HD inline float GemmBiasActivation(float scaled, const GemmArgs& g, float bias) {
+  if (g.bias_kind != BiasKind::kNone) scaled = fmaf(g.beta, bias, scaled);
+  return ApplyActivation(scaled, g.activation);
 }
 
 // float <-> double for Cast. Every value converts exactly (or, narrowing,
