@@ -41,7 +41,8 @@ import { ServerTls, TlsFileError, type CertificateSummary, type TlsDoor, type Tl
 import { applyHttpConnectionLimits, grpcConnectionOptions, type ConnectionLimits } from '../security/connection-limits.js';
 import { TenantLimiter, type TenantLimitSpec } from '../security/tenant-limits.js';
 import { doorGates, logAccess, type AccessSettings, type CallGate } from '../security/caller.js';
-import { admitService } from './admission.js';
+import { GrpcAdmission } from './admission.js';
+import { RefusalLog } from '../observability/refusal-log.js';
 import { RouteService } from '../inference/routing/route-service.js';
 import { RoutedInference } from '../inference/routing/routed-inference.js';
 import { PayloadArchive, type ArchiveSettings } from '../datachecks/archive/payload-archive.js';
@@ -164,9 +165,11 @@ export class HotpathServer {
   private routes: RouteService | undefined;
   /** The GRPCInferenceService implementation, served over gRPC and behind the REST endpoints. */
   private readonly protocol: UntypedServiceImplementation;
-  /** The HTTP door's admission (the gRPC door's wraps its services in the constructor). */
+  /** The HTTP door's admission (the gRPC door's is the interceptor `grpcAdmission`). */
   private readonly httpGate: CallGate;
   private readonly grpc: Server;
+  /** The gRPC door's admission interceptor (server/admission.ts): decides each call from its metadata, before its message. */
+  private readonly grpcAdmission: GrpcAdmission;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly httpServers: http.Server[] = [];
   private phase: Phase = 'starting';
@@ -192,6 +195,8 @@ export class HotpathServer {
       'grpc.max_send_message_length': 256 * 1024 * 1024,
       // Streams per connection, idle and age limits, keepalive (--grpc-max-concurrent-streams...).
       ...grpcConnectionOptions(options.connections),
+      // Admission runs before grpc-js reads a call's message; bound late (the gate and limits are built below).
+      interceptors: [(descriptor, call) => this.grpcAdmission.interceptor(descriptor, call)],
     });
     this.memory = ServerMemory.create({
       capacityBytes: options.memoryCapacityBytes,
@@ -249,13 +254,14 @@ export class HotpathServer {
       options.responseCacheBytes === undefined
         ? undefined
         : new ResponseCache({ sizeBytes: options.responseCacheBytes, charge: arenaCharge(this.memory.arena) });
+    const tenantLimits = this.tenantLimiter(options.tenantLimits ?? []);
     this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
       logger: options.logger,
       accessLog: new AccessLog(options.logger, options.accessLogSampleRate),
       metrics: this.metrics,
-      limits: this.tenantLimiter(options.tenantLimits ?? []),
+      limits: tenantLimits,
       archive: this.archive,
       drift: this.drift,
       responseCache: this.responseCache,
@@ -274,12 +280,19 @@ export class HotpathServer {
     const gates = doorGates(options);
     logAccess(this.log, options, gates);
     this.httpGate = gates.http;
-    const admission = { gate: gates.grpc, logger: options.logger };
+    this.grpcAdmission = new GrpcAdmission({
+      gate: gates.grpc,
+      refusals: new RefusalLog(options.logger.child({ component: 'auth' })),
+      limits: tenantLimits,
+    });
     const definition = serviceDefinitionFor(GRPCInferenceService);
-    this.grpc.addService(definition, admitService(definition, this.protocol, admission));
+    this.grpcAdmission.register(definition);
+    this.grpc.addService(definition, this.protocol);
     this.health.addToServer({
-      addService: (service, implementation) =>
-        this.grpc.addService(service, admitService(service, implementation, { ...admission, rpcName: (method) => `Health${method}` })),
+      addService: (service, implementation) => {
+        this.grpcAdmission.register(service, (method) => `Health${method}`);
+        this.grpc.addService(service, implementation);
+      },
     } as Pick<Server, 'addService'> as Server);
     this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);
   }
