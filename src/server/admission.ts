@@ -41,6 +41,7 @@ import type { RefusalLog } from '../observability/refusal-log.js';
 import type { Caller, CallGate, HeaderLookup } from '../security/caller.js';
 import { isRpcName, type RpcName } from '../security/restricted-api.js';
 import type { TenantLimiter } from '../security/tenant-limits.js';
+import { UndecodedMessage } from './grpc-service-definition.js';
 
 // Keyed on the Metadata instance grpc-js hands the handler; entries go with the call.
 const admitted = new WeakMap<Metadata, Caller>();
@@ -100,6 +101,15 @@ export class GrpcAdmission {
             if (caller === undefined) return; // refused: the status is sent, the message is never read
             admitted.set(metadata, caller);
             pass(metadata);
+          },
+          // A unary request its guard refused (grpc-service-definition.ts) ends the call here, with
+          // the guard's status; on a request stream the handler answers it as that request's error.
+          onReceiveMessage: (message, pass) => {
+            if (descriptor.requestStream || !(message instanceof UndecodedMessage)) {
+              pass(message);
+              return;
+            }
+            this.refuse(this.rpcs.get(descriptor.path)?.method ?? descriptor.path, message.refusal, call);
           },
         });
       },

@@ -18,12 +18,13 @@ import { once } from 'node:events';
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { GRPCInferenceService, type ModelInferResponse } from '../generated/grpc_service_pb.js';
+import { GRPCInferenceService, ModelInferRequestSchema, type ModelInferResponse } from '../generated/grpc_service_pb.js';
 import { ModelManager } from '../repository/model-manager.js';
 import { AccessLog } from '../observability/access-log.js';
 import { createMetricsHttpServer } from '../observability/metrics-http.js';
 import { ServerMetrics } from '../observability/metrics.js';
 import { serviceDefinitionFor } from './grpc-service-definition.js';
+import { prescanInferRequest } from './infer-request-prescan.js';
 import { inferHandlers } from './handlers/infer-handlers.js';
 import { repositoryHandlers } from './handlers/repository-handlers.js';
 import { serverHandlers } from './handlers/server-handlers.js';
@@ -285,7 +286,10 @@ export class HotpathServer {
       refusals: new RefusalLog(options.logger.child({ component: 'auth' })),
       limits: tenantLimits,
     });
-    const definition = serviceDefinitionFor(GRPCInferenceService);
+    // ModelInferRequest bytes are pre-scanned before decoding (bounded decoding, infer-request-prescan.ts).
+    const definition = serviceDefinitionFor(GRPCInferenceService, {
+      guards: new Map([[ModelInferRequestSchema.typeName, prescanInferRequest]]),
+    });
     this.grpcAdmission.register(definition);
     this.grpc.addService(definition, this.protocol);
     this.health.addToServer({
