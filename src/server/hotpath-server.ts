@@ -41,6 +41,7 @@ import type { LogFormat } from '../observability/logger.js';
 import { ServerTls, TlsFileError, type CertificateSummary, type TlsDoor, type TlsFiles } from '../security/tls.js';
 import { applyHttpConnectionLimits, grpcConnectionOptions, type ConnectionLimits } from '../security/connection-limits.js';
 import { TenantLimiter, type TenantLimitSpec } from '../security/tenant-limits.js';
+import type { DoorLimits } from '../security/door-limits.js';
 import { doorGates, logAccess, type AccessSettings, type CallGate } from '../security/caller.js';
 import { GrpcAdmission } from './admission.js';
 import { RefusalLog } from '../observability/refusal-log.js';
@@ -69,6 +70,8 @@ export interface ServerOptions extends AccessSettings {
   readonly metricsAddress?: string | undefined;
   /** Streams per gRPC connection, idle and request timeouts (`--grpc-max-concurrent-streams`...); defaults in security/connection-limits.ts. */
   readonly connections?: ConnectionLimits | undefined;
+  /** Body budget, JSON parse queue, connection caps and timeouts of the doors (`--http-body-budget`...); defaults in security/door-limits.ts. */
+  readonly doors?: DoorLimits | undefined;
   /** Per-tenant request rate and in-flight caps (tenants file `rate`, `burst`, `max_inflight`). */
   readonly tenantLimits?: readonly TenantLimitSpec[] | undefined;
   readonly intraOpThreads: number;
@@ -358,6 +361,7 @@ export class HotpathServer {
         maxMessageBytes: this.options.maxMessageBytes,
         logger: this.options.logger,
         connections: this.options.connections,
+        doors: this.options.doors,
         driftReport: (name, version, caller) => this.driftReport(name, version, caller),
       });
       this.tls.http?.follow(server);

@@ -30,7 +30,10 @@ import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
 import { applyHttpConnectionLimits, type ConnectionLimits } from '../../security/connection-limits.js';
 import type { InferencePath } from '../../inference/infer-context.js';
-import { declaredLength, tooLarge } from './body-reader.js';
+import { declaredLength, tooLarge, type BodyLimits } from './body-reader.js';
+import { BodyBudget } from './body-budget.js';
+import { JsonParser } from './json-parser.js';
+import { DOOR_LIMIT_DEFAULTS, type DoorLimits } from '../../security/door-limits.js';
 import { answerHealthz, answerLive, answerReady, type HealthProbes } from './health-endpoints.js';
 import { HttpFramingError, sendError, statusOf, type Exchange } from './http-reply.js';
 import { InferEndpoint } from './infer-endpoint.js';
@@ -54,6 +57,8 @@ export interface RestServerOptions {
   readonly tls?: https.ServerOptions | undefined;
   /** Idle and request timeouts, requests per connection (`--http-idle-timeout`...); default: security/connection-limits.ts. */
   readonly connections?: ConnectionLimits | undefined;
+  /** Body budget, JSON parse queue, header and body-idle timeouts (security/door-limits.ts); defaults there. */
+  readonly doors?: DoorLimits | undefined;
   /** GET /v2/models/{m}[/versions/{v}]/drift: the model's drift report (throws NOT_FOUND for an unknown model). */
   readonly driftReport?: ((name: string, version: string, caller: Caller) => Promise<unknown>) | undefined;
 }
@@ -76,8 +81,17 @@ const SERVED =
 export function createRestHttpServer(options: RestServerOptions): http.Server {
   const log = options.logger.child({ component: 'http' });
   const admission = new HttpAdmission(options.gate, options.logger);
-  const protocol = new ProtocolEndpoints(options.protocol, options.maxMessageBytes, admission);
-  const inference = new InferEndpoint(options.runner, options.maxMessageBytes, admission);
+  // Process-wide (one REST server per process, or per door thread): body bytes in flight and JSON parse work.
+  const doors = options.doors ?? {};
+  const json = new JsonParser({ maxQueued: doors.httpJsonQueue ?? DOOR_LIMIT_DEFAULTS.httpJsonQueue });
+  const bodies: BodyLimits = {
+    maxBytes: options.maxMessageBytes,
+    budget: new BodyBudget(Math.max(doors.httpBodyBudgetBytes ?? 2 * options.maxMessageBytes, options.maxMessageBytes)),
+    json,
+    idleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
+  };
+  const protocol = new ProtocolEndpoints(options.protocol, bodies, admission);
+  const inference = new InferEndpoint(options.runner, bodies, admission);
   const routes = restRoutes(options.health, admission, protocol, inference, options.driftReport);
 
   const handle = (request: IncomingMessage, response: ServerResponse) => {
@@ -92,6 +106,7 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
 
   const server: http.Server = options.tls === undefined ? http.createServer(handle) : https.createServer(options.tls, handle);
   applyHttpConnectionLimits(server, options.connections);
+  server.once('close', () => void json.close());
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     const declared = declaredLength(request);
     if (declared !== undefined && declared > options.maxMessageBytes) {
