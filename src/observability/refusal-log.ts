@@ -7,8 +7,10 @@
  * bucket: up to `burst` lines at once, refilled at `perSecond`. A refusal
  * with no token left is counted, not written; the next line written for that
  * key carries `suppressed` (how many were dropped since the last line) and
- * every line carries `total` (all refusals of that key since start-up). So the
- * log stays readable under a flood and the counts stay exact.
+ * every line carries `total` (all refusals of that key since start-up). A
+ * flood that ends while lines are being dropped is summed up by one line a
+ * refill later (an unref'd timer), so no count is lost. So the log stays
+ * readable under a flood and the counts stay exact.
  *
  * Main thread (or one door thread) only: the buckets are plain fields.
  * The number of keys is bounded by the callers (a fixed set of door:kind
@@ -30,6 +32,10 @@ interface KeyState {
   refilledAtMs: number;
   suppressed: number;
   total: number;
+  /** The summary line's timer, while lines are being dropped. */
+  summary: NodeJS.Timeout | undefined;
+  /** The last dropped refusal, for the summary line. */
+  last: { fields: Record<string, unknown>; msg: string } | undefined;
 }
 
 export class RefusalLog {
@@ -52,7 +58,7 @@ export class RefusalLog {
     const nowMs = this.now();
     let state = this.keys.get(key);
     if (state === undefined) {
-      state = { tokens: this.burst, refilledAtMs: nowMs, suppressed: 0, total: 0 };
+      state = { tokens: this.burst, refilledAtMs: nowMs, suppressed: 0, total: 0, summary: undefined, last: undefined };
       this.keys.set(key, state);
     }
     state.total += 1;
@@ -60,12 +66,28 @@ export class RefusalLog {
     state.refilledAtMs = nowMs;
     if (state.tokens < 1) {
       state.suppressed += 1;
+      state.last = { fields, msg };
+      state.summary ??= this.summarizeLater(key, state);
       return;
     }
     state.tokens -= 1;
+    this.write(key, state, fields, msg);
+  }
+
+  private write(key: string, state: KeyState, fields: Record<string, unknown>, msg: string): void {
     const suppressed = state.suppressed;
     state.suppressed = 0;
     this.log.info({ ...fields, refusal: key, total: state.total, ...(suppressed > 0 ? { suppressed } : {}) }, msg);
+  }
+
+  /** One line, a refill from now, for what was dropped since the last (unless a line has carried it by then). */
+  private summarizeLater(key: string, state: KeyState): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      state.summary = undefined;
+      if (state.suppressed > 0 && state.last !== undefined) this.write(key, state, state.last.fields, state.last.msg);
+    }, 1000 / this.perSecond);
+    timer.unref();
+    return timer;
   }
 
   /** All refusals of `key` so far, written or not. */

@@ -41,7 +41,9 @@ import type { LogFormat } from '../observability/logger.js';
 import { ServerTls, TlsFileError, type CertificateSummary, type TlsDoor, type TlsFiles } from '../security/tls.js';
 import { applyHttpConnectionLimits, grpcConnectionOptions, type ConnectionLimits } from '../security/connection-limits.js';
 import { TenantLimiter, type TenantLimitSpec } from '../security/tenant-limits.js';
-import type { DoorLimits } from '../security/door-limits.js';
+import { connectionCaps, DOOR_LIMIT_DEFAULTS, type DoorLimits } from '../security/door-limits.js';
+import { ConnectionGate } from './connection-gate.js';
+import { GrpcListener } from './grpc-listener.js';
 import { doorGates, logAccess, type AccessSettings, type CallGate } from '../security/caller.js';
 import { GrpcAdmission } from './admission.js';
 import { RefusalLog } from '../observability/refusal-log.js';
@@ -174,6 +176,10 @@ export class HotpathServer {
   private readonly grpc: Server;
   /** The gRPC door's admission interceptor (server/admission.ts): decides each call from its metadata, before its message. */
   private readonly grpcAdmission: GrpcAdmission;
+  /** Every door's connections, counted against --max-connections and --max-connections-per-peer. */
+  private readonly connectionGate: ConnectionGate;
+  /** The gRPC port's own listener (connection caps, header timeout); set by `listen`. */
+  private grpcListener: GrpcListener | undefined;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly httpServers: http.Server[] = [];
   private phase: Phase = 'starting';
@@ -202,6 +208,10 @@ export class HotpathServer {
       // Admission runs before grpc-js reads a call's message; bound late (the gate and limits are built below).
       interceptors: [(descriptor, call) => this.grpcAdmission.interceptor(descriptor, call)],
     });
+    this.connectionGate = new ConnectionGate(
+      connectionCaps(options.doors ?? {}),
+      new RefusalLog(options.logger.child({ component: 'connections' })),
+    );
     this.memory = ServerMemory.create({
       capacityBytes: options.memoryCapacityBytes,
       tenants: options.tenants,
@@ -340,13 +350,17 @@ export class HotpathServer {
 
   /** Binds the ports and logs them: the process is live from here, not yet ready. */
   async listen(): Promise<BoundPorts> {
-    const grpcPort = !this.options.allowGrpc ? undefined : await new Promise<number>((resolve, reject) => {
-      this.grpc.bindAsync(
-        `${this.options.host}:${this.options.grpcPort}`,
+    let grpcPort: number | undefined;
+    if (this.options.allowGrpc) {
+      // Our listener, grpc-js's HTTP/2 (server/grpc-listener.ts): connections are capped and timed before grpc-js sees them.
+      this.grpcListener = new GrpcListener(
+        this.grpc,
         this.tls.grpc?.grpcCredentials() ?? ServerCredentials.createInsecure(),
-        (err, port) => (err ? reject(err) : resolve(port)),
+        this.connectionGate,
+        this.options.doors?.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
       );
-    });
+      grpcPort = await this.grpcListener.listen(this.options.host, this.options.grpcPort);
+    }
     const httpPort = await this.listenHttp(this.options.allowHttp ? this.options.httpPort : -1, () => {
       const server = createRestHttpServer({
         tls: this.tls.http?.httpsOptions(),
@@ -365,6 +379,7 @@ export class HotpathServer {
         driftReport: (name, version, caller) => this.driftReport(name, version, caller),
       });
       this.tls.http?.follow(server);
+      this.connectionGate.guard(server, 'http');
       return server;
     });
     const metricsPort = await this.listenHttp(
@@ -372,13 +387,22 @@ export class HotpathServer {
       () => {
         const server = createMetricsHttpServer(this.metrics);
         applyHttpConnectionLimits(server, this.options.connections);
+        this.connectionGate.guard(server, 'metrics');
         return server;
       },
       this.options.metricsAddress ?? this.options.host,
     );
     const ports = { grpc: grpcPort, http: httpPort, metrics: metricsPort };
     this.log.info(
-      { grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics, grpc_tls: tlsMode(this.tls.grpc), http_tls: tlsMode(this.tls.http) },
+      {
+        grpc_port: ports.grpc,
+        http_port: ports.http,
+        metrics_port: ports.metrics,
+        grpc_tls: tlsMode(this.tls.grpc),
+        http_tls: tlsMode(this.tls.http),
+        max_connections: this.connectionGate.caps.total,
+        max_connections_per_peer: this.connectionGate.caps.perPeer,
+      },
       'listening',
     );
     for (const door of [this.tls.grpc, this.tls.http]) if (door !== undefined) this.logCertificate(door.door, door.certificate, 'serving certificate');
@@ -536,6 +560,7 @@ export class HotpathServer {
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
 
     this.runner.stopAccepting();
+    this.grpcListener?.stopAccepting();
     this.log.info({ inflight: this.runner.inflightRequests, drain_timeout_ms: timeoutMs }, 'draining: no longer accepting requests');
     const deadline = performance.now() + timeoutMs;
     const callsDone = await withinTime(new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve())), timeoutMs);

@@ -104,8 +104,14 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
       });
   };
 
-  const server: http.Server = options.tls === undefined ? http.createServer(handle) : https.createServer(options.tls, handle);
+  // Node checks header and request timeouts on a sweep (30 s by default); once a second makes
+  // --header-timeout fire within a second of its value.
+  const sweep = { connectionsCheckingInterval: 1000 };
+  const server: http.Server =
+    options.tls === undefined ? http.createServer(sweep, handle) : https.createServer({ ...options.tls, ...sweep }, handle);
   applyHttpConnectionLimits(server, options.connections);
+  // A new request's headers must arrive within --header-timeout (idle kept-alive connections are --http-idle-timeout's).
+  server.headersTimeout = Math.min(doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs, server.requestTimeout || Infinity);
   server.once('close', () => void json.close());
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     const declared = declaredLength(request);
