@@ -72,6 +72,8 @@ options:
   --metrics-port N             Prometheus GET /metrics port (default 8002; 0 = any free port; -1 = off)
   --metrics-address ADDR       [T] address the metrics port binds (default: --host); 127.0.0.1 keeps
                                the metrics, which name every model and tenant, off the network
+  --metrics-tenant-labels BOOL no metric names a tenant when false: model series carry an empty
+                               tenant label, per-tenant series are not exported (default true)
   --allow-grpc BOOL            [T] serve gRPC (default true)
   --allow-http BOOL            [T] serve HTTP (default true)
   --allow-metrics BOOL         [T] serve metrics (default true)
@@ -237,6 +239,8 @@ export interface ServeOptions {
   responseCacheBytes: number | undefined;
   /** `--http-body-budget`, `--max-connections`...: the doors' process-wide limits (security/door-limits.ts). */
   doors: DoorLimits;
+  /** `--metrics-tenant-labels`: false, and no metric names a tenant. */
+  metricsTenantLabels: boolean;
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -256,6 +260,7 @@ const BOOLEAN_FLAGS = new Set([
   'allow-grpc',
   'allow-http',
   'allow-metrics',
+  'metrics-tenant-labels',
   'grpc-use-ssl',
   'grpc-use-ssl-mutual',
   'http-use-ssl',
@@ -275,6 +280,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'http-port': { type: 'string', default: '8000' },
       'metrics-port': { type: 'string', default: '8002' },
       'metrics-address': { type: 'string' },
+      'metrics-tenant-labels': { type: 'string' },
       ...connectionFlagOptions(),
       'allow-grpc': { type: 'string' },
       'allow-http': { type: 'string' },
@@ -360,6 +366,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     archive: archiveSettings(values),
     responseCacheBytes: cacheSizeBytes(values),
     doors: doorLimits(values),
+    metricsTenantLabels: booleanFlag('--metrics-tenant-labels', values['metrics-tenant-labels'] as string | undefined, true),
   };
 }
 

@@ -70,6 +70,8 @@ export interface ServerOptions extends AccessSettings {
   readonly metricsPort: number;
   /** The address the metrics port binds (`--metrics-address`); default: `host`. */
   readonly metricsAddress?: string | undefined;
+  /** `--metrics-tenant-labels` (default true): false, and no metric names a tenant (observability/metrics.ts). */
+  readonly metricsTenantLabels?: boolean | undefined;
   /** Streams per gRPC connection, idle and request timeouts (`--grpc-max-concurrent-streams`...); defaults in security/connection-limits.ts. */
   readonly connections?: ConnectionLimits | undefined;
   /** Body budget, JSON parse queue, connection caps and timeouts of the doors (`--http-body-budget`...); defaults in security/door-limits.ts. */
@@ -250,6 +252,7 @@ export class HotpathServer {
     this.metrics = new ServerMetrics({
       versions: () => this.models.versions(),
       inflightRequests: () => this.runner.inflightRequests,
+      tenantLabels: options.metricsTenantLabels,
     });
     // Native counters, read at scrape time.
     this.metrics.setTenantMemorySource(() => this.memory.tenantStats());

@@ -20,7 +20,7 @@ import type { InferencePath } from '../../inference/infer-context.js';
 import { peerAddress, requestView } from '../../routing/arm-choice.js';
 import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
 import { parseJsonBody, readBody, type BodyLimits } from './body-reader.js';
-import { sendBody, sendError, type Exchange } from './http-reply.js';
+import { HttpFramingError, sendBody, sendError, type Exchange } from './http-reply.js';
 import { show } from './json-body.js';
 import { decodeInferRequest, encodeInferResponse } from './tensor-codec.js';
 import type { HttpAdmission } from './http-admission.js';
@@ -66,6 +66,8 @@ export class InferEndpoint {
         sendBody(response, 200, 'application/json', [json]);
       }
     } catch (err) {
+      // Framing refusals (413, 408, the budgets' 503) are answered and logged by the server (rest-server.ts).
+      if (err instanceof HttpFramingError) throw err;
       sendError(response, err);
     }
   }

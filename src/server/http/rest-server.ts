@@ -39,6 +39,7 @@ import { HttpFramingError, sendError, statusOf, type Exchange } from './http-rep
 import { InferEndpoint } from './infer-endpoint.js';
 import { ProtocolEndpoints } from './rest-handlers.js';
 import { HttpAdmission } from './http-admission.js';
+import { RefusalLog } from '../../observability/refusal-log.js';
 import type { Caller, CallGate } from '../../security/caller.js';
 import { sendJson } from './http-reply.js';
 
@@ -80,7 +81,9 @@ const SERVED =
 
 export function createRestHttpServer(options: RestServerOptions): http.Server {
   const log = options.logger.child({ component: 'http' });
-  const admission = new HttpAdmission(options.gate, options.logger);
+  const admission = new HttpAdmission(options.gate, new RefusalLog(options.logger.child({ component: 'auth' })));
+  // 413, 408 and the budgets' 503: logged as refusals are, rate-limited with counts (a client decides how many there are).
+  const framing = new RefusalLog(log);
   // Process-wide (one REST server per process, or per door thread): body bytes in flight and JSON parse work.
   const doors = options.doors ?? {};
   const json = new JsonParser({ maxQueued: doors.httpJsonQueue ?? DOOR_LIMIT_DEFAULTS.httpJsonQueue });
@@ -99,7 +102,15 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
     Promise.resolve()
       .then(() => dispatch(routes, { request, response }, path))
       .catch((err: unknown) => {
-        if (statusOf(err) >= 500) log.warn({ method: request.method, path: path.slice(0, 256), err }, 'HTTP request failed');
+        if (err instanceof HttpFramingError && err.status !== 405) {
+          framing.refused(
+            `http:${err.status}`,
+            { door: 'http', method: request.method, path: path.slice(0, 256), peer: request.socket.remoteAddress, status: err.status, reason: err.message },
+            'request refused',
+          );
+        } else if (statusOf(err) >= 500) {
+          log.warn({ method: request.method, path: path.slice(0, 256), err }, 'HTTP request failed');
+        }
         sendError(response, err);
       });
   };
@@ -116,7 +127,9 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     const declared = declaredLength(request);
     if (declared !== undefined && declared > options.maxMessageBytes) {
-      sendError(response, tooLarge(options.maxMessageBytes, `a body of ${declared} bytes`));
+      const refusal = tooLarge(options.maxMessageBytes, `a body of ${declared} bytes`);
+      framing.refused('http:413', { door: 'http', method: request.method, peer: request.socket.remoteAddress, status: 413, reason: refusal.message }, 'request refused');
+      sendError(response, refusal);
       return;
     }
     response.writeContinue();
