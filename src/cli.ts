@@ -39,6 +39,8 @@ import { AccessSettingsError, doorGates } from './security/caller.js';
 import { RestrictedApiSpecError } from './security/restricted-api.js';
 import { readRoutesFile, RoutesFileError } from './routing/routes-file.js';
 import { ARCHIVE_USAGE, archiveFlagOptions, archiveSettings } from './datachecks/archive/archive-options.js';
+import { DOOR_LIMITS_USAGE, doorLimitFlagOptions, doorLimits } from './security/door-limit-options.js';
+import type { DoorLimits } from './security/door-limits.js';
 import type { ArchiveSettings } from './datachecks/archive/payload-archive.js';
 import { CACHE_USAGE, cacheFlagOptions, cacheSizeBytes } from './datachecks/cache/cache-options.js';
 import {
@@ -70,6 +72,8 @@ options:
   --metrics-port N             Prometheus GET /metrics port (default 8002; 0 = any free port; -1 = off)
   --metrics-address ADDR       [T] address the metrics port binds (default: --host); 127.0.0.1 keeps
                                the metrics, which name every model and tenant, off the network
+  --metrics-tenant-labels BOOL no metric names a tenant when false: model series carry an empty
+                               tenant label, per-tenant series are not exported (default true)
   --allow-grpc BOOL            [T] serve gRPC (default true)
   --allow-http BOOL            [T] serve HTTP (default true)
   --allow-metrics BOOL         [T] serve metrics (default true)
@@ -104,7 +108,7 @@ options:
   --http-max-requests-per-socket N
                                requests one HTTP connection carries before it is closed (default 0 =
                                no limit)
-  --model-control-mode MODE    [T] none|explicit|poll; without it every model loads at start-up and
+${DOOR_LIMITS_USAGE}  --model-control-mode MODE    [T] none|explicit|poll; without it every model loads at start-up and
                                load/unload are allowed (Triton's default is none, which refuses them)
   --load-model NAME            [T] explicit mode: a model to load at start-up (repeatable; '*' = all)
   --repository-poll-secs S     [T] poll mode: seconds between repository scans (default 15)
@@ -233,6 +237,10 @@ export interface ServeOptions {
   archive: ArchiveSettings | undefined;
   /** `--cache-config local,size=BYTES`: the response cache's size; undefined: no cache. */
   responseCacheBytes: number | undefined;
+  /** `--http-body-budget`, `--max-connections`...: the doors' process-wide limits (security/door-limits.ts). */
+  doors: DoorLimits;
+  /** `--metrics-tenant-labels`: false, and no metric names a tenant. */
+  metricsTenantLabels: boolean;
 }
 
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -252,6 +260,7 @@ const BOOLEAN_FLAGS = new Set([
   'allow-grpc',
   'allow-http',
   'allow-metrics',
+  'metrics-tenant-labels',
   'grpc-use-ssl',
   'grpc-use-ssl-mutual',
   'http-use-ssl',
@@ -271,6 +280,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'http-port': { type: 'string', default: '8000' },
       'metrics-port': { type: 'string', default: '8002' },
       'metrics-address': { type: 'string' },
+      'metrics-tenant-labels': { type: 'string' },
       ...connectionFlagOptions(),
       'allow-grpc': { type: 'string' },
       'allow-http': { type: 'string' },
@@ -304,6 +314,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'shadow-queue-size': { type: 'string', default: '256' },
       'shadow-concurrency': { type: 'string', default: '2' },
       ...archiveFlagOptions(),
+      ...doorLimitFlagOptions(),
       ...cacheFlagOptions(),
       device: { type: 'string', default: '0' },
       'device-memory-capacity': { type: 'string' },
@@ -354,6 +365,8 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     shadowConcurrency: integerFlag('--shadow-concurrency', values['shadow-concurrency'] as string, 1, 1024),
     archive: archiveSettings(values),
     responseCacheBytes: cacheSizeBytes(values),
+    doors: doorLimits(values),
+    metricsTenantLabels: booleanFlag('--metrics-tenant-labels', values['metrics-tenant-labels'] as string | undefined, true),
   };
 }
 

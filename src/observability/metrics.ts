@@ -69,6 +69,14 @@ export interface MetricsSources {
   readonly versions: () => readonly MetricsVersion[];
   /** ModelInfer requests received and not yet answered, all models. */
   readonly inflightRequests: () => number;
+  /**
+   * `--metrics-tenant-labels` (default true). False: no series names a
+   * tenant: the `tenant` label of model series is empty (in Prometheus, the
+   * same as absent; a model's series stay apart by model and version), and
+   * the per-tenant series (arena statistics, tenant rejections) are not
+   * exported, since without the label they would merge.
+   */
+  readonly tenantLabels?: boolean;
 }
 
 export type TenantMemorySource = () => readonly TenantMemoryStats[];
@@ -188,7 +196,7 @@ export class ServerMetrics {
   forVersion(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): VersionMetrics {
     let bound = this.bound.get(version);
     if (bound === undefined) {
-      const labels = tenantLabels(version);
+      const labels = this.tenantLabelsOf(version);
       const request = this.requestDuration.labels(labels);
       const queue = this.queueDuration.labels(labels);
       const computeInfer = this.computeInferDuration.labels(labels);
@@ -213,13 +221,20 @@ export class ServerMetrics {
     this.patrolRestarts.inc({ model, reason });
   }
 
+  /** A model series' labels, the tenant's name only when tenant labels are on. */
+  private tenantLabelsOf(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): Record<string, string> {
+    return tenantLabels(version, this.sources.tenantLabels !== false);
+  }
+
   /** Starts each limited tenant's refusal series at 0, so a dashboard's rate() has a baseline. */
   initTenantRejections(tenants: readonly string[]): void {
+    if (this.sources.tenantLabels === false) return;
     for (const tenant of tenants) for (const reason of TENANT_LIMIT_REASONS) this.tenantRejections.inc({ tenant, reason }, 0);
   }
 
   /** A request refused by its tenant's rate or in-flight limit. */
   countTenantRejection(tenant: string, reason: TenantLimitReason): void {
+    if (this.sources.tenantLabels === false) return;
     this.tenantRejections.inc({ tenant, reason });
   }
 
@@ -227,6 +242,7 @@ export class ServerMetrics {
   setTenantMemorySource(source: TenantMemorySource): void {
     if (this.tenantMemory !== undefined) throw new Error('a tenant memory source is already attached');
     this.tenantMemory = source;
+    if (this.sources.tenantLabels === false) return;
     const gauge = (name: string, help: string, value: (stats: TenantMemoryStats) => number) =>
       new Gauge({
         name,
@@ -420,6 +436,7 @@ export class ServerMetrics {
 
   private defineVersionGauges(): void {
     const sources = this.sources;
+    const named = this.sources.tenantLabels !== false;
     const gauge = (name: string, help: string, labels: readonly string[], value: (v: MetricsVersion) => number | undefined) =>
       new Gauge({
         name,
@@ -430,7 +447,7 @@ export class ServerMetrics {
           this.reset();
           for (const version of sources.versions()) {
             const current = value(version);
-            if (current !== undefined) this.set(labels.length === 3 ? tenantLabels(version) : versionLabels(version), current);
+            if (current !== undefined) this.set(labels.length === 3 ? tenantLabels(version, named) : versionLabels(version), current);
           }
         },
       });
@@ -466,6 +483,6 @@ function versionLabels(version: MetricsVersion): Record<string, string> {
   return { model: version.modelName, version: version.versionLabel };
 }
 
-function tenantLabels(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): Record<string, string> {
-  return { model: version.modelName, version: version.versionLabel, tenant: version.tenant };
+function tenantLabels(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>, named: boolean): Record<string, string> {
+  return { model: version.modelName, version: version.versionLabel, tenant: named ? version.tenant : '' };
 }

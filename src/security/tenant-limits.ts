@@ -109,28 +109,8 @@ export class TenantLimiter {
   admit(tenant: string): AdmissionRelease {
     const state = this.tenants.get(tenant);
     if (state === undefined) return NOTHING_TO_RELEASE;
-    if (state.maxInflight !== undefined && state.inflight >= state.maxInflight) {
-      throw this.reject(
-        tenant,
-        'inflight',
-        `tenant ${echo(tenant)} is over its in-flight limit (max_inflight ${state.maxInflight} in the tenants file): ` +
-          `${state.inflight} of its requests are already in flight; retry when one is answered`,
-      );
-    }
-    const bucket = state.bucket;
-    if (bucket !== undefined) {
-      refill(bucket, this.now());
-      if (bucket.tokens < 1) {
-        const waitMs = Math.max(1, Math.ceil(((1 - bucket.tokens) / bucket.rate) * 1000));
-        throw this.reject(
-          tenant,
-          'rate',
-          `tenant ${echo(tenant)} is over its request rate limit (rate ${bucket.rate} requests/s, burst ${bucket.burst} in the tenants file): ` +
-            `no request left in the bucket; the next is allowed in ${waitMs} ms`,
-        );
-      }
-      bucket.tokens -= 1;
-    }
+    this.check(tenant); // refills the bucket
+    if (state.bucket !== undefined) state.bucket.tokens -= 1;
     state.inflight += 1;
     let released = false;
     return () => {
@@ -138,6 +118,24 @@ export class TenantLimiter {
       released = true;
       state.inflight -= 1;
     };
+  }
+
+  /**
+   * Throws the TenantLimitError `admit` would throw now, taking nothing: the
+   * gRPC door's admission (server/admission.ts) refuses from the metadata a
+   * call its tenant cannot take, before its message is read. The request
+   * that passes is admitted (and takes its token) once its model is known.
+   */
+  check(tenant: string): void {
+    const state = this.tenants.get(tenant);
+    if (state === undefined) return;
+    if (state.maxInflight !== undefined && state.inflight >= state.maxInflight) {
+      throw this.reject(tenant, 'inflight', inflightMessage(tenant, state));
+    }
+    const bucket = state.bucket;
+    if (bucket === undefined) return;
+    refill(bucket, this.now());
+    if (bucket.tokens < 1) throw this.reject(tenant, 'rate', rateMessage(tenant, bucket));
   }
 
   /** The tenant's admitted, unanswered requests (0 for a tenant without limits). */
@@ -157,6 +155,21 @@ export class TenantLimiter {
     this.onRejected?.(tenant, reason);
     return new TenantLimitError(tenant, reason, message);
   }
+}
+
+function inflightMessage(tenant: string, state: TenantState): string {
+  return (
+    `tenant ${echo(tenant)} is over its in-flight limit (max_inflight ${state.maxInflight} in the tenants file): ` +
+    `${state.inflight} of its requests are already in flight; retry when one is answered`
+  );
+}
+
+function rateMessage(tenant: string, bucket: Bucket): string {
+  const waitMs = Math.max(1, Math.ceil(((1 - bucket.tokens) / bucket.rate) * 1000));
+  return (
+    `tenant ${echo(tenant)} is over its request rate limit (rate ${bucket.rate} requests/s, burst ${bucket.burst} in the tenants file): ` +
+    `no request left in the bucket; the next is allowed in ${waitMs} ms`
+  );
 }
 
 function refill(bucket: Bucket, nowMs: number): void {

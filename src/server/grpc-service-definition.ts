@@ -3,11 +3,33 @@
  * the wire format comes from the generated code of our .proto files and grpc-js
  * only moves bytes. Method paths are `/<package>.<Service>/<Method>`, exactly
  * what Triton and KServe clients call.
+ *
+ * A request type may have a guard (`guards`, by the message's type name): a
+ * check of the raw bytes before they are decoded (infer-request-prescan.ts).
+ * A guard's refusal is not thrown: grpc-js would turn a throwing deserializer
+ * into INTERNAL "Error deserializing request" and lose the message. The
+ * deserializer returns an UndecodedMessage carrying the refusal instead, and
+ * the door's admission interceptor (admission.ts) answers it with its own
+ * status before any handler sees it; on a request stream the handler answers
+ * it as that request's error.
  */
 import { fromBinary, toBinary, type DescMessage, type DescService } from '@bufbuild/protobuf';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 
-export function serviceDefinitionFor(service: DescService): ServiceDefinition {
+/** A check of a request's bytes before decoding; throws (a ServingError) to refuse them. */
+export type MessageGuard = (bytes: Uint8Array) => void;
+
+/** A request a guard refused: what the deserializer returns in place of a message. */
+export class UndecodedMessage {
+  constructor(readonly refusal: unknown) {}
+}
+
+export interface ServiceDefinitionOptions {
+  /** Guards by request type name (e.g. 'inference.ModelInferRequest'). */
+  readonly guards?: ReadonlyMap<string, MessageGuard>;
+}
+
+export function serviceDefinitionFor(service: DescService, options: ServiceDefinitionOptions = {}): ServiceDefinition {
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const method of service.methods) {
     definition[method.name] = {
@@ -15,9 +37,9 @@ export function serviceDefinitionFor(service: DescService): ServiceDefinition {
       requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
       responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
       requestSerialize: serializer(method.input),
-      requestDeserialize: deserializer(method.input),
+      requestDeserialize: deserializer(method.input, options.guards?.get(method.input.typeName)),
       responseSerialize: serializer(method.output),
-      responseDeserialize: deserializer(method.output),
+      responseDeserialize: deserializer(method.output, undefined),
       originalName: method.localName,
     };
   }
@@ -32,6 +54,14 @@ function serializer(schema: DescMessage): (message: unknown) => Buffer {
   };
 }
 
-function deserializer(schema: DescMessage): (bytes: Buffer) => unknown {
-  return (bytes) => fromBinary(schema, bytes);
+function deserializer(schema: DescMessage, guard: MessageGuard | undefined): (bytes: Buffer) => unknown {
+  if (guard === undefined) return (bytes) => fromBinary(schema, bytes);
+  return (bytes) => {
+    try {
+      guard(bytes);
+    } catch (refusal) {
+      return new UndecodedMessage(refusal);
+    }
+    return fromBinary(schema, bytes);
+  };
 }

@@ -18,12 +18,13 @@ import { once } from 'node:events';
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { GRPCInferenceService, type ModelInferResponse } from '../generated/grpc_service_pb.js';
+import { GRPCInferenceService, ModelInferRequestSchema, type ModelInferResponse } from '../generated/grpc_service_pb.js';
 import { ModelManager } from '../repository/model-manager.js';
 import { AccessLog } from '../observability/access-log.js';
 import { createMetricsHttpServer } from '../observability/metrics-http.js';
 import { ServerMetrics } from '../observability/metrics.js';
 import { serviceDefinitionFor } from './grpc-service-definition.js';
+import { prescanInferRequest } from './infer-request-prescan.js';
 import { inferHandlers } from './handlers/infer-handlers.js';
 import { repositoryHandlers } from './handlers/repository-handlers.js';
 import { serverHandlers } from './handlers/server-handlers.js';
@@ -40,8 +41,12 @@ import type { LogFormat } from '../observability/logger.js';
 import { ServerTls, TlsFileError, type CertificateSummary, type TlsDoor, type TlsFiles } from '../security/tls.js';
 import { applyHttpConnectionLimits, grpcConnectionOptions, type ConnectionLimits } from '../security/connection-limits.js';
 import { TenantLimiter, type TenantLimitSpec } from '../security/tenant-limits.js';
+import { connectionCaps, DOOR_LIMIT_DEFAULTS, type DoorLimits } from '../security/door-limits.js';
+import { ConnectionGate } from './connection-gate.js';
+import { GrpcListener } from './grpc-listener.js';
 import { doorGates, logAccess, type AccessSettings, type CallGate } from '../security/caller.js';
-import { admitService } from './admission.js';
+import { GrpcAdmission } from './admission.js';
+import { RefusalLog } from '../observability/refusal-log.js';
 import { RouteService } from '../inference/routing/route-service.js';
 import { RoutedInference } from '../inference/routing/routed-inference.js';
 import { PayloadArchive, type ArchiveSettings } from '../datachecks/archive/payload-archive.js';
@@ -65,8 +70,12 @@ export interface ServerOptions extends AccessSettings {
   readonly metricsPort: number;
   /** The address the metrics port binds (`--metrics-address`); default: `host`. */
   readonly metricsAddress?: string | undefined;
+  /** `--metrics-tenant-labels` (default true): false, and no metric names a tenant (observability/metrics.ts). */
+  readonly metricsTenantLabels?: boolean | undefined;
   /** Streams per gRPC connection, idle and request timeouts (`--grpc-max-concurrent-streams`...); defaults in security/connection-limits.ts. */
   readonly connections?: ConnectionLimits | undefined;
+  /** Body budget, JSON parse queue, connection caps and timeouts of the doors (`--http-body-budget`...); defaults in security/door-limits.ts. */
+  readonly doors?: DoorLimits | undefined;
   /** Per-tenant request rate and in-flight caps (tenants file `rate`, `burst`, `max_inflight`). */
   readonly tenantLimits?: readonly TenantLimitSpec[] | undefined;
   readonly intraOpThreads: number;
@@ -164,9 +173,15 @@ export class HotpathServer {
   private routes: RouteService | undefined;
   /** The GRPCInferenceService implementation, served over gRPC and behind the REST endpoints. */
   private readonly protocol: UntypedServiceImplementation;
-  /** The HTTP door's admission (the gRPC door's wraps its services in the constructor). */
+  /** The HTTP door's admission (the gRPC door's is the interceptor `grpcAdmission`). */
   private readonly httpGate: CallGate;
   private readonly grpc: Server;
+  /** The gRPC door's admission interceptor (server/admission.ts): decides each call from its metadata, before its message. */
+  private readonly grpcAdmission: GrpcAdmission;
+  /** Every door's connections, counted against --max-connections and --max-connections-per-peer. */
+  private readonly connectionGate: ConnectionGate;
+  /** The gRPC port's own listener (connection caps, header timeout); set by `listen`. */
+  private grpcListener: GrpcListener | undefined;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly httpServers: http.Server[] = [];
   private phase: Phase = 'starting';
@@ -192,7 +207,13 @@ export class HotpathServer {
       'grpc.max_send_message_length': 256 * 1024 * 1024,
       // Streams per connection, idle and age limits, keepalive (--grpc-max-concurrent-streams...).
       ...grpcConnectionOptions(options.connections),
+      // Admission runs before grpc-js reads a call's message; bound late (the gate and limits are built below).
+      interceptors: [(descriptor, call) => this.grpcAdmission.interceptor(descriptor, call)],
     });
+    this.connectionGate = new ConnectionGate(
+      connectionCaps(options.doors ?? {}),
+      new RefusalLog(options.logger.child({ component: 'connections' })),
+    );
     this.memory = ServerMemory.create({
       capacityBytes: options.memoryCapacityBytes,
       tenants: options.tenants,
@@ -231,6 +252,7 @@ export class HotpathServer {
     this.metrics = new ServerMetrics({
       versions: () => this.models.versions(),
       inflightRequests: () => this.runner.inflightRequests,
+      tenantLabels: options.metricsTenantLabels,
     });
     // Native counters, read at scrape time.
     this.metrics.setTenantMemorySource(() => this.memory.tenantStats());
@@ -249,13 +271,14 @@ export class HotpathServer {
       options.responseCacheBytes === undefined
         ? undefined
         : new ResponseCache({ sizeBytes: options.responseCacheBytes, charge: arenaCharge(this.memory.arena) });
+    const tenantLimits = this.tenantLimiter(options.tenantLimits ?? []);
     this.runner = new InferenceRunner({
       models: this.models,
       faultInjection: options.faultInjection,
       logger: options.logger,
       accessLog: new AccessLog(options.logger, options.accessLogSampleRate),
       metrics: this.metrics,
-      limits: this.tenantLimiter(options.tenantLimits ?? []),
+      limits: tenantLimits,
       archive: this.archive,
       drift: this.drift,
       responseCache: this.responseCache,
@@ -274,12 +297,22 @@ export class HotpathServer {
     const gates = doorGates(options);
     logAccess(this.log, options, gates);
     this.httpGate = gates.http;
-    const admission = { gate: gates.grpc, logger: options.logger };
-    const definition = serviceDefinitionFor(GRPCInferenceService);
-    this.grpc.addService(definition, admitService(definition, this.protocol, admission));
+    this.grpcAdmission = new GrpcAdmission({
+      gate: gates.grpc,
+      refusals: new RefusalLog(options.logger.child({ component: 'auth' })),
+      limits: tenantLimits,
+    });
+    // ModelInferRequest bytes are pre-scanned before decoding (bounded decoding, infer-request-prescan.ts).
+    const definition = serviceDefinitionFor(GRPCInferenceService, {
+      guards: new Map([[ModelInferRequestSchema.typeName, prescanInferRequest]]),
+    });
+    this.grpcAdmission.register(definition);
+    this.grpc.addService(definition, this.protocol);
     this.health.addToServer({
-      addService: (service, implementation) =>
-        this.grpc.addService(service, admitService(service, implementation, { ...admission, rpcName: (method) => `Health${method}` })),
+      addService: (service, implementation) => {
+        this.grpcAdmission.register(service, (method) => `Health${method}`);
+        this.grpc.addService(service, implementation);
+      },
     } as Pick<Server, 'addService'> as Server);
     this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);
   }
@@ -320,13 +353,17 @@ export class HotpathServer {
 
   /** Binds the ports and logs them: the process is live from here, not yet ready. */
   async listen(): Promise<BoundPorts> {
-    const grpcPort = !this.options.allowGrpc ? undefined : await new Promise<number>((resolve, reject) => {
-      this.grpc.bindAsync(
-        `${this.options.host}:${this.options.grpcPort}`,
+    let grpcPort: number | undefined;
+    if (this.options.allowGrpc) {
+      // Our listener, grpc-js's HTTP/2 (server/grpc-listener.ts): connections are capped and timed before grpc-js sees them.
+      this.grpcListener = new GrpcListener(
+        this.grpc,
         this.tls.grpc?.grpcCredentials() ?? ServerCredentials.createInsecure(),
-        (err, port) => (err ? reject(err) : resolve(port)),
+        this.connectionGate,
+        this.options.doors?.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
       );
-    });
+      grpcPort = await this.grpcListener.listen(this.options.host, this.options.grpcPort);
+    }
     const httpPort = await this.listenHttp(this.options.allowHttp ? this.options.httpPort : -1, () => {
       const server = createRestHttpServer({
         tls: this.tls.http?.httpsOptions(),
@@ -341,9 +378,11 @@ export class HotpathServer {
         maxMessageBytes: this.options.maxMessageBytes,
         logger: this.options.logger,
         connections: this.options.connections,
+        doors: this.options.doors,
         driftReport: (name, version, caller) => this.driftReport(name, version, caller),
       });
       this.tls.http?.follow(server);
+      this.connectionGate.guard(server, 'http');
       return server;
     });
     const metricsPort = await this.listenHttp(
@@ -351,13 +390,22 @@ export class HotpathServer {
       () => {
         const server = createMetricsHttpServer(this.metrics);
         applyHttpConnectionLimits(server, this.options.connections);
+        this.connectionGate.guard(server, 'metrics');
         return server;
       },
       this.options.metricsAddress ?? this.options.host,
     );
     const ports = { grpc: grpcPort, http: httpPort, metrics: metricsPort };
     this.log.info(
-      { grpc_port: ports.grpc, http_port: ports.http, metrics_port: ports.metrics, grpc_tls: tlsMode(this.tls.grpc), http_tls: tlsMode(this.tls.http) },
+      {
+        grpc_port: ports.grpc,
+        http_port: ports.http,
+        metrics_port: ports.metrics,
+        grpc_tls: tlsMode(this.tls.grpc),
+        http_tls: tlsMode(this.tls.http),
+        max_connections: this.connectionGate.caps.total,
+        max_connections_per_peer: this.connectionGate.caps.perPeer,
+      },
       'listening',
     );
     for (const door of [this.tls.grpc, this.tls.http]) if (door !== undefined) this.logCertificate(door.door, door.certificate, 'serving certificate');
@@ -515,6 +563,7 @@ export class HotpathServer {
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
 
     this.runner.stopAccepting();
+    this.grpcListener?.stopAccepting();
     this.log.info({ inflight: this.runner.inflightRequests, drain_timeout_ms: timeoutMs }, 'draining: no longer accepting requests');
     const deadline = performance.now() + timeoutMs;
     const callsDone = await withinTime(new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve())), timeoutMs);

@@ -1,32 +1,23 @@
 /**
- * ModelInfer (unary) and ModelStreamInfer (bidirectional).
- *
- * On the stream, each request is answered independently and in completion
- * order; the response echoes the request `id` so clients can match them. A
- * failed request does not end the stream: as in Triton, it is answered with
- * `error_message` and the stream stays open.
+ * ModelInfer (unary) and ModelStreamInfer (bidirectional; its pacing and
+ * answers are in model-stream-infer.ts).
  *
  * Every call carries a request id (the caller's `x-request-id`, or a generated
  * one) that is logged with each of its requests and returned in the trailing
  * metadata. When a drain stops accepting, an open stream answers what it has
  * admitted and then ends with OK.
  */
-import { create } from '@bufbuild/protobuf';
 import type {
   sendUnaryData,
   ServerDuplexStream,
   ServerUnaryCall,
   UntypedServiceImplementation,
 } from '@grpc/grpc-js';
-import {
-  ModelStreamInferResponseSchema,
-  type ModelInferRequest,
-  type ModelInferResponse,
-  type ModelStreamInferResponse,
-} from '../../generated/grpc_service_pb.js';
+import type { ModelInferRequest, ModelInferResponse, ModelStreamInferResponse } from '../../generated/grpc_service_pb.js';
 import { toServiceError } from '../../common/serving-error.js';
 import type { InferContext, InferencePath } from '../../inference/infer-context.js';
 import { requestContextFrom, trailersFor, watchCancellation } from '../request-context.js';
+import { serveModelStream } from './model-stream-infer.js';
 import { callerOf, metadataHeaders } from '../admission.js';
 import { peerAddress } from '../../routing/arm-choice.js';
 
@@ -56,55 +47,7 @@ export function inferHandlers(runner: InferencePath): UntypedServiceImplementati
         stream.emit('error', toServiceError(err));
         return;
       }
-      let pending = 0;
-      let ended = false;
-      let closed = false;
-      const finishIfDone = () => {
-        if (ended && pending === 0 && !closed) {
-          closed = true;
-          unsubscribe();
-          if (!stream.cancelled && !stream.destroyed) stream.end(trailersFor(context));
-        }
-      };
-      const unsubscribe = runner.onStopAccepting(() => {
-        ended = true;
-        finishIfDone();
-      });
-      stream.on('data', (request: ModelInferRequest) => {
-        if (closed) return;
-        pending += 1;
-        runner
-          .infer(request, context, 'ModelStreamInfer')
-          .then(
-            (inferResponse) => create(ModelStreamInferResponseSchema, { inferResponse }),
-            (err: unknown) =>
-              create(ModelStreamInferResponseSchema, {
-                errorMessage: toServiceError(err).details,
-                inferResponse: { modelName: request.modelName, modelVersion: request.modelVersion, id: request.id },
-              }),
-          )
-          .then((response) => {
-            if (!stream.cancelled && !stream.destroyed) stream.write(response);
-          })
-          .finally(() => {
-            pending -= 1;
-            finishIfDone();
-          });
-      });
-      stream.on('end', () => {
-        ended = true;
-        finishIfDone();
-      });
-      stream.on('error', () => {
-        // The client went away; in-flight requests finish and their answers are dropped.
-        ended = true;
-        closed = true;
-        unsubscribe();
-      });
-      if (!runner.isAccepting) {
-        ended = true;
-        finishIfDone();
-      }
+      serveModelStream(stream, runner, context);
     },
   };
 }

@@ -7,24 +7,96 @@
  * (`Content-Encoding`, which tritonclient sends when asked to compress) is
  * inflated under the same limit.
  *
- * Refusals are HttpFramingError 413 (too large) or ServingError 'invalid'
- * (a body the server cannot read).
+ * Every byte held, received and inflated, is charged as it arrives to the
+ * door's process-wide budget (body-budget.ts, `--http-body-budget`) until the
+ * answer is sent; past the budget the request is refused 503 with
+ * Retry-After. Inflation streams (zlib in the thread pool, 64 KiB chunks), so
+ * a bomb is stopped at the first chunk past either limit, not after it has
+ * been inflated whole.
+ *
+ * Refusals are HttpFramingError 413 (too large), 503 (over the budget) or
+ * ServingError 'invalid' (a body the server cannot read).
  */
-import type { IncomingMessage } from 'node:http';
-import { promisify } from 'node:util';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import zlib from 'node:zlib';
 import { invalidArgument } from '../../common/serving-error.js';
-import { HttpFramingError } from './http-reply.js';
+import type { BodyBudget, BodyLease } from './body-budget.js';
+import { HttpFramingError, type Exchange } from './http-reply.js';
+import { JsonValueCounter, parseJson } from './json-body.js';
+import type { JsonParser } from './json-parser.js';
 
-const gunzip = promisify(zlib.gunzip);
-const inflate = promisify(zlib.inflate);
+/** What bounds one door's request bodies, and parses their JSON. */
+export interface BodyLimits {
+  /** --max-message-size: one body, as sent and as inflated. */
+  readonly maxBytes: number;
+  /** --http-body-budget: all bodies in flight together; undefined: no process-wide bound. */
+  readonly budget?: BodyBudget | undefined;
+  /** Large JSON off the event loop, under --http-json-queue; undefined: every body parses inline. */
+  readonly json?: JsonParser | undefined;
+  /** --body-idle-timeout: ms a body may go without a byte (then 408, connection closed); undefined: no limit. */
+  readonly idleTimeoutMs?: number | undefined;
+}
 
-/** Resolves with the whole body (an empty buffer when there is none). */
-export async function readBody(request: IncomingMessage, limitBytes: number): Promise<Buffer> {
+/**
+ * Resolves with the whole body (an empty buffer when there is none); its
+ * bytes stay charged to the budget until the answer is sent. `jsonBytes`:
+ * how many leading bytes of the (inflated) body are JSON (Infinity: all);
+ * their values are counted as they arrive (json-body.ts JsonValueCounter),
+ * so a JSON bomb is refused 400 before the body is whole.
+ */
+export async function readBody({ request, response }: Exchange, limits: BodyLimits, jsonBytes = 0): Promise<Buffer> {
+  const limitBytes = limits.maxBytes;
   const declared = declaredLength(request);
   if (declared !== undefined && declared > limitBytes) throw tooLarge(limitBytes, `a body of ${declared} bytes`);
-  const body = await collect(request, limitBytes);
-  return decode(request, body, limitBytes);
+  const lease = leaseFor(limits.budget, response);
+  const scan = jsonScanner(jsonBytes);
+  try {
+    const encoding = contentEncoding(request);
+    const body = await collect(request, limitBytes, lease, limits.idleTimeoutMs, encoding === 'identity' ? scan : undefined);
+    return encoding === 'identity' ? body : await inflate(encoding, body, limitBytes, lease, scan);
+  } catch (err) {
+    lease?.release();
+    // Paused, not drained: the answer closes the connection (see sendError).
+    if (err instanceof HttpFramingError) request.pause();
+    throw err;
+  }
+}
+
+/** A JSON body's value (parsed off the event loop when large); undefined when the body is empty. */
+export async function readJsonBody(exchange: Exchange, limits: BodyLimits): Promise<unknown> {
+  const body = await readBody(exchange, limits, Infinity);
+  if (body.byteLength === 0) return undefined;
+  return parseJsonBody(body, limits, true);
+}
+
+/** `bytes` as JSON, through the door's JsonParser when it has one; `owned`: the caller no longer needs `bytes` (they may be moved, not copied). */
+export function parseJsonBody(bytes: Uint8Array, limits: BodyLimits, owned: boolean): Promise<unknown> {
+  return limits.json?.parse(bytes, owned) ?? Promise.resolve().then(() => parseJson(bytes));
+}
+
+/** Feeds the first `jsonBytes` bytes of the decoded body to a JsonValueCounter; undefined when there are none. */
+function jsonScanner(jsonBytes: number): ((chunk: Buffer) => void) | undefined {
+  if (jsonBytes <= 0) return undefined;
+  const counter = new JsonValueCounter();
+  let seen = 0;
+  return (chunk) => {
+    if (seen >= jsonBytes) return;
+    counter.feed(seen + chunk.byteLength <= jsonBytes ? chunk : chunk.subarray(0, jsonBytes - seen));
+    seen += chunk.byteLength;
+  };
+}
+
+function contentEncoding(request: IncomingMessage): 'identity' | 'gzip' | 'deflate' {
+  const encoding = (request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding === 'identity' || encoding === '') return 'identity';
+  if (encoding !== 'gzip' && encoding !== 'deflate') {
+    throw invalidArgument(`unsupported Content-Encoding '${encoding.slice(0, 64)}'; expected gzip, deflate or identity`);
+  }
+  return encoding;
+}
+
+function leaseFor(budget: BodyBudget | undefined, response: ServerResponse): BodyLease | undefined {
+  return budget?.lease(response);
 }
 
 /** The Content-Length header as a number; undefined when the body is chunked. */
@@ -43,17 +115,37 @@ export function tooLarge(limitBytes: number, sent: string): HttpFramingError {
   );
 }
 
-function collect(request: IncomingMessage, limitBytes: number): Promise<Buffer> {
+function collect(
+  request: IncomingMessage,
+  limitBytes: number,
+  lease: BodyLease | undefined,
+  idleTimeoutMs: number | undefined,
+  scan: ((chunk: Buffer) => void) | undefined,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
+    // Refreshed by every chunk: fires only when the body stops arriving (not a bound on a slow, steady upload).
+    const idle = idleTimeoutMs === undefined || idleTimeoutMs <= 0
+      ? undefined
+      : setTimeout(() => {
+          stop();
+          reject(new HttpFramingError(408, `the request body stopped arriving: no byte for ${idleTimeoutMs} ms (--body-idle-timeout) after ${received} bytes`));
+        }, idleTimeoutMs);
     const onData = (chunk: Buffer) => {
+      idle?.refresh();
       received += chunk.byteLength;
       if (received > limitBytes) {
         stop();
-        // Paused, not drained: the answer closes the connection (see sendError).
-        request.pause();
         reject(tooLarge(limitBytes, `a chunked body of more than ${limitBytes} bytes`));
+        return;
+      }
+      try {
+        lease?.charge(chunk.byteLength);
+        scan?.(chunk);
+      } catch (err) {
+        stop();
+        reject(err);
         return;
       }
       chunks.push(chunk);
@@ -71,6 +163,7 @@ function collect(request: IncomingMessage, limitBytes: number): Promise<Buffer> 
       reject(new Error('the client closed the connection before sending the whole body'));
     };
     const stop = () => {
+      clearTimeout(idle);
       request.off('data', onData);
       request.off('end', onEnd);
       request.off('error', onError);
@@ -83,18 +176,48 @@ function collect(request: IncomingMessage, limitBytes: number): Promise<Buffer> 
   });
 }
 
-async function decode(request: IncomingMessage, body: Buffer, limitBytes: number): Promise<Buffer> {
-  const encoding = (request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding === 'identity' || encoding === '') return body;
-  if (encoding !== 'gzip' && encoding !== 'deflate') {
-    throw invalidArgument(`unsupported Content-Encoding '${encoding.slice(0, 64)}'; expected gzip, deflate or identity`);
-  }
-  try {
-    return await (encoding === 'gzip' ? gunzip : inflate)(body, { maxOutputLength: limitBytes });
-  } catch (err) {
-    if (err instanceof RangeError || (err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw tooLarge(limitBytes, `a ${encoding} body that inflates to more than ${limitBytes} bytes`);
-    }
-    throw invalidArgument(`the ${encoding} body cannot be inflated: ${err instanceof Error ? err.message : String(err)}`);
-  }
+/** Inflates `body` chunk by chunk, charging each chunk, stopping at the first past `limitBytes` or the budget. */
+function inflate(
+  encoding: 'gzip' | 'deflate',
+  body: Buffer,
+  limitBytes: number,
+  lease: BodyLease | undefined,
+  scan: ((chunk: Buffer) => void) | undefined,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const inflater = encoding === 'gzip' ? zlib.createGunzip({ chunkSize: 64 * 1024 }) : zlib.createInflate({ chunkSize: 64 * 1024 });
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      chunks.length = 0;
+      inflater.destroy();
+      reject(err);
+    };
+    inflater.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      total += chunk.byteLength;
+      if (total > limitBytes) {
+        fail(tooLarge(limitBytes, `a ${encoding} body that inflates to more than ${limitBytes} bytes`));
+        return;
+      }
+      try {
+        lease?.charge(chunk.byteLength);
+        scan?.(chunk);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    inflater.on('error', (err) =>
+      fail(invalidArgument(`the ${encoding} body cannot be inflated: ${err instanceof Error ? err.message : String(err)}`)),
+    );
+    inflater.on('end', () => {
+      if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+    });
+    inflater.end(body);
+  });
 }

@@ -3,11 +3,11 @@
  * its request through the door's CallGate (restricted groups from
  * --http-restricted-api, then API keys) before it reads a body or runs its
  * operation, and runs the operation for the Caller admitted. Refusals are
- * logged (component 'auth') with the path and the reason, never a header's
- * value.
+ * logged (component 'auth') rate-limited with counts (observability/refusal-log.ts),
+ * with the path and the reason, never a header's value.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Logger } from 'pino';
+import type { RefusalLog } from '../../observability/refusal-log.js';
 import { classifyError } from '../../common/serving-error.js';
 import type { Caller, CallGate, HeaderLookup } from '../../security/caller.js';
 import type { RpcName } from '../../security/restricted-api.js';
@@ -21,14 +21,11 @@ export function requestHeaders(request: IncomingMessage): HeaderLookup {
 }
 
 export class HttpAdmission {
-  private readonly log: Logger;
-
+  /** `refusals`: the door's rate-limited refusal log (component 'auth'). */
   constructor(
     private readonly gate: CallGate,
-    logger: Logger,
-  ) {
-    this.log = logger.child({ component: 'auth' });
-  }
+    private readonly refusals: RefusalLog,
+  ) {}
 
   /** The caller of `request` for the call `rpc`; throws the gate's refusal (restricted, unauthenticated). */
   admit(rpc: RpcName, request: IncomingMessage): Caller {
@@ -37,7 +34,7 @@ export class HttpAdmission {
     } catch (err) {
       const { kind, message } = classifyError(err);
       const path = (request.url ?? '/').split('?')[0]!.slice(0, 256);
-      this.log.info({ door: 'http', rpc, path, peer: request.socket.remoteAddress, kind, reason: message }, 'call refused');
+      this.refusals.refused(`http:${kind}`, { door: 'http', rpc, path, peer: request.socket.remoteAddress, kind, reason: message }, 'call refused');
       throw err;
     }
   }

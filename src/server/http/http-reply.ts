@@ -7,7 +7,8 @@
  * Two statuses belong to HTTP framing alone and have no error kind: 405 (a
  * known path, the wrong method) and 413 (a body above --max-message-size,
  * where gRPC's own transport answers RESOURCE_EXHAUSTED before any handler
- * runs). They travel as HttpFramingError.
+ * runs). They travel as HttpFramingError, as does the body budget's 503
+ * (body-budget.ts), which carries Retry-After.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { classifyError } from '../../common/serving-error.js';
@@ -23,7 +24,7 @@ export interface Exchange {
 export class HttpFramingError extends Error {
   override readonly name = 'HttpFramingError';
   constructor(
-    readonly status: 405 | 413,
+    readonly status: 405 | 408 | 413 | 503,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
   ) {
@@ -71,6 +72,7 @@ export function sendError(response: ServerResponse, err: unknown): void {
   }
   const message = err instanceof HttpFramingError ? err.message : classifyError(err).message;
   const headers = err instanceof HttpFramingError ? { ...err.headers } : {};
-  if (statusOf(err) === 413) headers['connection'] = 'close';
+  // 413, and 503 for the body budget: the rest of the body may be unread.
+  if (err instanceof HttpFramingError && err.status !== 405) headers['connection'] = 'close';
   sendBody(response, statusOf(err), 'application/json', [Buffer.from(JSON.stringify({ error: boundMessage(message) }))], headers);
 }

@@ -19,8 +19,8 @@ import { epochMs } from '../../workers/worker-protocol.js';
 import type { InferencePath } from '../../inference/infer-context.js';
 import { peerAddress, requestView } from '../../routing/arm-choice.js';
 import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
-import { readBody } from './body-reader.js';
-import { sendBody, sendError, type Exchange } from './http-reply.js';
+import { parseJsonBody, readBody, type BodyLimits } from './body-reader.js';
+import { HttpFramingError, sendBody, sendError, type Exchange } from './http-reply.js';
 import { show } from './json-body.js';
 import { decodeInferRequest, encodeInferResponse } from './tensor-codec.js';
 import type { HttpAdmission } from './http-admission.js';
@@ -28,13 +28,15 @@ import type { HttpAdmission } from './http-admission.js';
 /** The binary tensor data extension's header: the JSON part's length in a body with binary data after it. */
 export const INFERENCE_HEADER_CONTENT_LENGTH = 'inference-header-content-length';
 
+const EMPTY = new Uint8Array(0);
+
 /** The access log's method for HTTP inferences. */
 const METHOD = 'HTTP ModelInfer';
 
 export class InferEndpoint {
   constructor(
     private readonly runner: InferencePath,
-    private readonly maxBodyBytes: number,
+    private readonly bodies: BodyLimits,
     private readonly admission: HttpAdmission,
   ) {}
 
@@ -43,8 +45,14 @@ export class InferEndpoint {
     response.setHeader(REQUEST_ID_HEADER, context.requestId);
     try {
       const caller = this.admission.admit('ModelInfer', request);
-      const body = await readBody(request, this.maxBodyBytes);
-      const decoded = decodeInferRequest(modelName, modelVersion, body, inferenceHeaderLength(request));
+      const headerLength = inferenceHeaderLength(request);
+      const body = await readBody({ request, response }, this.bodies, headerLength ?? Infinity);
+      // The JSON part parses off the event loop when large (json-parser.ts); a bad length is decodeInferRequest's to report.
+      const jsonLength = headerLength ?? body.byteLength;
+      const whole = headerLength === undefined;
+      const root = jsonLength <= body.byteLength ? await parseJsonBody(body.subarray(0, jsonLength), this.bodies, whole) : undefined;
+      // An all-JSON body may have moved to the parse worker; nothing of it is needed after its value.
+      const decoded = decodeInferRequest(modelName, modelVersion, whole ? EMPTY : body, headerLength, root);
       // The headers and the peer choose a route's arm (src/inference/routing).
       const view = requestView(request.headers, () => peerAddress(request.socket.remoteAddress ?? ''));
       const answer = await this.runner.infer(decoded.request, { ...context, caller, view }, METHOD);
@@ -58,6 +66,8 @@ export class InferEndpoint {
         sendBody(response, 200, 'application/json', [json]);
       }
     } catch (err) {
+      // Framing refusals (413, 408, the budgets' 503) are answered and logged by the server (rest-server.ts).
+      if (err instanceof HttpFramingError) throw err;
       sendError(response, err);
     }
   }

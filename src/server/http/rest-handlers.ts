@@ -54,9 +54,9 @@ import { invalidArgument, ServingError } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
 import { operationOf, type UnaryOperation } from '../unary.js';
 import type { HttpAdmission } from './http-admission.js';
-import { readBody } from './body-reader.js';
+import { readJsonBody, type BodyLimits } from './body-reader.js';
 import { sendBody, sendJson, type Exchange } from './http-reply.js';
-import { kindOf, parseOptionalObject, show, type JsonObject } from './json-body.js';
+import { kindOf, optionalObject, show, type JsonObject } from './json-body.js';
 import { tritonJson } from './proto-json.js';
 
 export class ProtocolEndpoints {
@@ -71,11 +71,11 @@ export class ProtocolEndpoints {
 
   /**
    * `protocol`: the GRPCInferenceService implementation (its unary RPCs);
-   * `maxBodyBytes`: --max-message-size; `admission`: the door's gate.
+   * `bodies`: --max-message-size and the door's body budget; `admission`: the door's gate.
    */
   constructor(
     protocol: UntypedServiceImplementation,
-    private readonly maxBodyBytes: number,
+    private readonly bodies: BodyLimits,
     private readonly admission: HttpAdmission,
   ) {
     this.serverMetadataOp = operationOf(protocol, 'ServerMetadata');
@@ -129,7 +129,7 @@ export class ProtocolEndpoints {
   /** POST /v2/repository/index, body `{ready?}` or none: an array of `{name, version, state, reason}`. */
   async repositoryIndex({ request, response }: Exchange): Promise<void> {
     const caller = this.admission.admit('RepositoryIndex', request);
-    const body = parseOptionalObject(await readBody(request, this.maxBodyBytes), '{"ready": true|false}');
+    const body = optionalObject(await readJsonBody({ request, response }, this.bodies), '{"ready": true|false}');
     const ready = body['ready'] ?? false;
     if (typeof ready !== 'boolean') throw invalidArgument(`'ready' must be true or false; got ${kindOf(ready)}`);
     const index = await this.indexOp(create(RepositoryIndexRequestSchema, { ready }), caller);
@@ -139,7 +139,7 @@ export class ProtocolEndpoints {
   /** POST /v2/repository/models/{m}/load, body `{parameters?}` or none. */
   async loadModel({ request, response }: Exchange, modelName: string): Promise<void> {
     const caller = this.admission.admit('RepositoryModelLoad', request);
-    const body = parseOptionalObject(await readBody(request, this.maxBodyBytes), '{"parameters": {...}}');
+    const body = optionalObject(await readJsonBody({ request, response }, this.bodies), '{"parameters": {...}}');
     await this.loadOp(create(RepositoryModelLoadRequestSchema, { modelName, parameters: repositoryParameters(body) }), caller);
     sendBody(response, 200, 'application/json', []);
   }
@@ -147,7 +147,7 @@ export class ProtocolEndpoints {
   /** POST /v2/repository/models/{m}/unload, body `{parameters?}` or none. */
   async unloadModel({ request, response }: Exchange, modelName: string): Promise<void> {
     const caller = this.admission.admit('RepositoryModelUnload', request);
-    const body = parseOptionalObject(await readBody(request, this.maxBodyBytes), '{"parameters": {...}}');
+    const body = optionalObject(await readJsonBody({ request, response }, this.bodies), '{"parameters": {...}}');
     await this.unloadOp(create(RepositoryModelUnloadRequestSchema, { modelName, parameters: repositoryParameters(body) }), caller);
     sendBody(response, 200, 'application/json', []);
   }

@@ -30,12 +30,16 @@ import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
 import { applyHttpConnectionLimits, type ConnectionLimits } from '../../security/connection-limits.js';
 import type { InferencePath } from '../../inference/infer-context.js';
-import { declaredLength, tooLarge } from './body-reader.js';
+import { declaredLength, tooLarge, type BodyLimits } from './body-reader.js';
+import { BodyBudget } from './body-budget.js';
+import { JsonParser } from './json-parser.js';
+import { DOOR_LIMIT_DEFAULTS, type DoorLimits } from '../../security/door-limits.js';
 import { answerHealthz, answerLive, answerReady, type HealthProbes } from './health-endpoints.js';
 import { HttpFramingError, sendError, statusOf, type Exchange } from './http-reply.js';
 import { InferEndpoint } from './infer-endpoint.js';
 import { ProtocolEndpoints } from './rest-handlers.js';
 import { HttpAdmission } from './http-admission.js';
+import { RefusalLog } from '../../observability/refusal-log.js';
 import type { Caller, CallGate } from '../../security/caller.js';
 import { sendJson } from './http-reply.js';
 
@@ -54,6 +58,8 @@ export interface RestServerOptions {
   readonly tls?: https.ServerOptions | undefined;
   /** Idle and request timeouts, requests per connection (`--http-idle-timeout`...); default: security/connection-limits.ts. */
   readonly connections?: ConnectionLimits | undefined;
+  /** Body budget, JSON parse queue, header and body-idle timeouts (security/door-limits.ts); defaults there. */
+  readonly doors?: DoorLimits | undefined;
   /** GET /v2/models/{m}[/versions/{v}]/drift: the model's drift report (throws NOT_FOUND for an unknown model). */
   readonly driftReport?: ((name: string, version: string, caller: Caller) => Promise<unknown>) | undefined;
 }
@@ -75,9 +81,20 @@ const SERVED =
 
 export function createRestHttpServer(options: RestServerOptions): http.Server {
   const log = options.logger.child({ component: 'http' });
-  const admission = new HttpAdmission(options.gate, options.logger);
-  const protocol = new ProtocolEndpoints(options.protocol, options.maxMessageBytes, admission);
-  const inference = new InferEndpoint(options.runner, options.maxMessageBytes, admission);
+  const admission = new HttpAdmission(options.gate, new RefusalLog(options.logger.child({ component: 'auth' })));
+  // 413, 408 and the budgets' 503: logged as refusals are, rate-limited with counts (a client decides how many there are).
+  const framing = new RefusalLog(log);
+  // Process-wide (one REST server per process, or per door thread): body bytes in flight and JSON parse work.
+  const doors = options.doors ?? {};
+  const json = new JsonParser({ maxQueued: doors.httpJsonQueue ?? DOOR_LIMIT_DEFAULTS.httpJsonQueue });
+  const bodies: BodyLimits = {
+    maxBytes: options.maxMessageBytes,
+    budget: new BodyBudget(Math.max(doors.httpBodyBudgetBytes ?? 2 * options.maxMessageBytes, options.maxMessageBytes)),
+    json,
+    idleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
+  };
+  const protocol = new ProtocolEndpoints(options.protocol, bodies, admission);
+  const inference = new InferEndpoint(options.runner, bodies, admission);
   const routes = restRoutes(options.health, admission, protocol, inference, options.driftReport);
 
   const handle = (request: IncomingMessage, response: ServerResponse) => {
@@ -85,17 +102,34 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
     Promise.resolve()
       .then(() => dispatch(routes, { request, response }, path))
       .catch((err: unknown) => {
-        if (statusOf(err) >= 500) log.warn({ method: request.method, path: path.slice(0, 256), err }, 'HTTP request failed');
+        if (err instanceof HttpFramingError && err.status !== 405) {
+          framing.refused(
+            `http:${err.status}`,
+            { door: 'http', method: request.method, path: path.slice(0, 256), peer: request.socket.remoteAddress, status: err.status, reason: err.message },
+            'request refused',
+          );
+        } else if (statusOf(err) >= 500) {
+          log.warn({ method: request.method, path: path.slice(0, 256), err }, 'HTTP request failed');
+        }
         sendError(response, err);
       });
   };
 
-  const server: http.Server = options.tls === undefined ? http.createServer(handle) : https.createServer(options.tls, handle);
+  // Node checks header and request timeouts on a sweep (30 s by default); once a second makes
+  // --header-timeout fire within a second of its value.
+  const sweep = { connectionsCheckingInterval: 1000 };
+  const server: http.Server =
+    options.tls === undefined ? http.createServer(sweep, handle) : https.createServer({ ...options.tls, ...sweep }, handle);
   applyHttpConnectionLimits(server, options.connections);
+  // A new request's headers must arrive within --header-timeout (idle kept-alive connections are --http-idle-timeout's).
+  server.headersTimeout = Math.min(doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs, server.requestTimeout || Infinity);
+  server.once('close', () => void json.close());
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     const declared = declaredLength(request);
     if (declared !== undefined && declared > options.maxMessageBytes) {
-      sendError(response, tooLarge(options.maxMessageBytes, `a body of ${declared} bytes`));
+      const refusal = tooLarge(options.maxMessageBytes, `a body of ${declared} bytes`);
+      framing.refused('http:413', { door: 'http', method: request.method, peer: request.socket.remoteAddress, status: 413, reason: refusal.message }, 'request refused');
+      sendError(response, refusal);
       return;
     }
     response.writeContinue();

@@ -80,19 +80,21 @@ export interface EncodedInferResponse {
 /**
  * Decodes an inference body for `modelName` / `modelVersion` (from the URL).
  * `headerLength` is the Inference-Header-Content-Length; undefined when the
- * whole body is JSON.
+ * whole body is JSON. `parsed`: the JSON part already parsed (off the event
+ * loop, json-parser.ts); undefined: it is parsed here.
  */
 export function decodeInferRequest(
   modelName: string,
   modelVersion: string,
   body: Uint8Array,
   headerLength: number | undefined,
+  parsed?: unknown,
 ): DecodedInferRequest {
   const jsonLength = headerLength ?? body.byteLength;
   if (jsonLength > body.byteLength) {
     throw invalidArgument(`Inference-Header-Content-Length is ${jsonLength}, but the body has only ${body.byteLength} bytes`);
   }
-  const root = parseJson(body.subarray(0, jsonLength));
+  const root = parsed !== undefined ? parsed : parseJson(body.subarray(0, jsonLength));
   if (!isObject(root)) throw invalidArgument(`the request body must be a JSON object with 'inputs'; got ${kindOf(root)}`);
   if (root['id'] !== undefined && typeof root['id'] !== 'string') {
     throw invalidArgument(`'id' must be a string; got ${kindOf(root['id'])}`);

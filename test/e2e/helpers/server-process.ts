@@ -35,6 +35,8 @@ export interface RunningServer {
 export interface StartOptions {
   /** 'serving' (default): the repository is loaded. 'listening': ports are bound, models may still load. */
   readonly waitFor?: 'serving' | 'listening';
+  /** Started with this descriptor limit (RLIMIT_NOFILE, soft and hard), through prlimit(1). */
+  readonly descriptorLimit?: number;
 }
 
 export async function startServer(
@@ -42,9 +44,12 @@ export async function startServer(
   extraArgs: string[] = [],
   options: StartOptions = {},
 ): Promise<RunningServer> {
+  const limit = options.descriptorLimit === undefined ? [] : ['prlimit', `--nofile=${options.descriptorLimit}:${options.descriptorLimit}`, '--'];
+  const command = [...limit, process.execPath];
   const child = spawn(
-    process.execPath,
+    command[0]!,
     [
+      ...command.slice(1),
       CLI, 'serve', '--model-repository', repository, '--host', '127.0.0.1',
       '--grpc-port', '0', '--http-port', '0', '--metrics-port', '0', '--drain-delay', '0',
       ...extraArgs,
