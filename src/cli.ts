@@ -39,7 +39,7 @@ import { AccessSettingsError, doorGates } from './security/caller.js';
 import { RestrictedApiSpecError } from './security/restricted-api.js';
 import { readRoutesFile, RoutesFileError } from './routing/routes-file.js';
 import { ARCHIVE_USAGE, archiveFlagOptions, archiveSettings } from './datachecks/archive/archive-options.js';
-import { DOOR_LIMITS_USAGE, doorLimitFlagOptions, doorLimits } from './security/door-limit-options.js';
+import { DOOR_BOOLEAN_FLAGS, DOOR_LIMITS_USAGE, doorLimitFlagOptions, doorLimits } from './security/door-limit-options.js';
 import type { DoorLimits } from './security/door-limits.js';
 import type { ArchiveSettings } from './datachecks/archive/payload-archive.js';
 import { CACHE_USAGE, cacheFlagOptions, cacheSizeBytes } from './datachecks/cache/cache-options.js';
@@ -266,6 +266,7 @@ const BOOLEAN_FLAGS = new Set([
   'http-use-ssl',
   'http-use-ssl-mutual',
   'require-api-key',
+  ...DOOR_BOOLEAN_FLAGS,
 ]);
 
 export function parseServeOptions(argv: string[]): ServeOptions {

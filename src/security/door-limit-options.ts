@@ -2,7 +2,7 @@
  * The serve flags of the doors' process-wide limits (security/door-limits.ts),
  * parsed with the command line's one message format per flag (cli-flags.ts).
  */
-import { byteSizeFlag, integerFlag } from '../common/flag-values.js';
+import { booleanFlag, byteSizeFlag, integerFlag } from '../common/flag-values.js';
 import { DOOR_LIMIT_DEFAULTS, type DoorLimits } from './door-limits.js';
 
 export const DOOR_LIMITS_USAGE = `  --http-body-budget SIZE      request body bytes held at once, received and inflated, all HTTP requests
@@ -19,9 +19,17 @@ export const DOOR_LIMITS_USAGE = `  --http-body-budget SIZE      request body by
                                preface (gRPC) within MS ms (default ${DOOR_LIMIT_DEFAULTS.headerTimeoutMs})
   --body-idle-timeout MS       an HTTP request body that sends no byte for MS ms is answered 408 and
                                its connection closed (default ${DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs}; 0 = no limit)
+  --grpc-ignore-idle-stream-frames BOOL
+                               drop frames a client sends on a gRPC stream it never opened (the
+                               Python client's transport resets calls cancelled at once that way,
+                               which otherwise ends the whole connection); plaintext gRPC only;
+                               costs throughput (default false)
 `;
 
-const FLAGS = ['http-body-budget', 'http-json-queue', 'max-connections', 'max-connections-per-peer', 'header-timeout', 'body-idle-timeout'] as const;
+const FLAGS = ['http-body-budget', 'http-json-queue', 'max-connections', 'max-connections-per-peer', 'header-timeout', 'body-idle-timeout', 'grpc-ignore-idle-stream-frames'] as const;
+
+/** The boolean ones among FLAGS (cli.ts's BOOLEAN_FLAGS takes them: bare `--flag` means true). */
+export const DOOR_BOOLEAN_FLAGS = ['grpc-ignore-idle-stream-frames'] as const;
 
 /** The flags for parseArgs. */
 export function doorLimitFlagOptions(): Record<(typeof FLAGS)[number], { type: 'string' }> {
@@ -43,5 +51,6 @@ export function doorLimits(values: Readonly<Record<string, unknown>>): DoorLimit
     maxConnectionsPerPeer: integer('max-connections-per-peer', 0, 1_000_000),
     headerTimeoutMs: integer('header-timeout', 1),
     bodyIdleTimeoutMs: integer('body-idle-timeout', 0),
+    grpcIgnoreIdleStreamFrames: booleanFlag('--grpc-ignore-idle-stream-frames', values['grpc-ignore-idle-stream-frames'] as string | undefined, false),
   };
 }

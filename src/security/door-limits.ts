@@ -20,6 +20,8 @@
  *   request headers (HTTP) or its HTTP/2 preface (gRPC) within this.
  * - Body idle timeout (`--body-idle-timeout`): an HTTP request body that
  *   stops arriving for this long is answered 408 and the connection closed.
+ * - Idle-stream frames (`--grpc-ignore-idle-stream-frames`): tolerance for
+ *   grpc-core clients whose cancellations would otherwise cost the connection.
  *
  * Pure values and one read of /proc at start-up; any thread.
  */
@@ -38,6 +40,13 @@ export interface DoorLimits {
   readonly headerTimeoutMs?: number | undefined;
   /** `--body-idle-timeout`: ms an HTTP request body may go without a byte. */
   readonly bodyIdleTimeoutMs?: number | undefined;
+  /**
+   * `--grpc-ignore-idle-stream-frames`: drop the frames a client sends on a
+   * stream it never opened (grpc-core's reset of a call cancelled at once)
+   * instead of letting them end the connection; plaintext gRPC only
+   * (server/idle-reset-filter.ts). Default false.
+   */
+  readonly grpcIgnoreIdleStreamFrames?: boolean | undefined;
 }
 
 export const DOOR_LIMIT_DEFAULTS = {

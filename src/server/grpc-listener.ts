@@ -18,6 +18,7 @@
 import net from 'node:net';
 import type { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { ConnectionGate } from './connection-gate.js';
+import { withIdleStreamFrameFilter } from './idle-reset-filter.js';
 
 /** "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n": what every HTTP/2 client sends first. */
 const HTTP2_PREFACE_BYTES = 24;
@@ -30,12 +31,18 @@ export class GrpcListener {
     credentials: ServerCredentials,
     private readonly gate: ConnectionGate,
     private readonly headerTimeoutMs: number,
+    /**
+     * Plaintext only: put each connection behind the idle-stream frame filter
+     * (server/idle-reset-filter.ts, --grpc-ignore-idle-stream-frames).
+     * `onDropped` counts what it drops.
+     */
+    idleStreamFilter?: { readonly onDropped: () => void } | undefined,
   ) {
     const injector = grpc.createConnectionInjector(credentials);
     this.listener = net.createServer((socket) => {
       if (!this.gate.admit(socket, 'grpc')) return;
       this.watchPreface(socket);
-      injector.injectConnection(socket);
+      injector.injectConnection(idleStreamFilter === undefined ? socket : withIdleStreamFrameFilter(socket, idleStreamFilter.onDropped));
     });
   }
 

@@ -351,6 +351,25 @@ export class HotpathServer {
     return this.phase === 'serving' && this.models.allStartupModelsReady() && this.deviceHealth.lost === undefined;
   }
 
+  /**
+   * --grpc-ignore-idle-stream-frames on a plaintext gRPC port: the listener's
+   * frame filter, its drops logged rate-limited. On TLS the bytes are
+   * encrypted where the listener sees them, so the flag is refused at
+   * start-up there (warned, and off).
+   */
+  private idleStreamFilter(): { onDropped: () => void } | undefined {
+    if (this.options.doors?.grpcIgnoreIdleStreamFrames !== true) return undefined;
+    if (this.tls.grpc !== undefined) {
+      this.log.warn('--grpc-ignore-idle-stream-frames is ignored: the gRPC port uses TLS, and the filter reads plaintext HTTP/2 frames');
+      return undefined;
+    }
+    const drops = new RefusalLog(this.options.logger.child({ component: 'connections' }));
+    return {
+      onDropped: () =>
+        drops.refused('grpc:idle-stream-frame', {}, 'dropped a frame for a gRPC stream the client never opened (a call it cancelled at once)'),
+    };
+  }
+
   /** Binds the ports and logs them: the process is live from here, not yet ready. */
   async listen(): Promise<BoundPorts> {
     let grpcPort: number | undefined;
@@ -361,6 +380,7 @@ export class HotpathServer {
         this.tls.grpc?.grpcCredentials() ?? ServerCredentials.createInsecure(),
         this.connectionGate,
         this.options.doors?.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
+        this.idleStreamFilter(),
       );
       grpcPort = await this.grpcListener.listen(this.options.host, this.options.grpcPort);
     }

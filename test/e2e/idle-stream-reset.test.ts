@@ -3,7 +3,8 @@
  * gRPC's C core (grpcio, the official Python client's transport) cancels a
  * call at once by sending RST_STREAM for a stream whose HEADERS it never sent.
  * That is a connection error by RFC 9113 §6.4, and Node's nghttp2 ends the
- * whole session.
+ * whole session; with --grpc-ignore-idle-stream-frames the server drops such
+ * frames before its HTTP/2 session sees them and keeps the connection.
  *
  * Replayed here byte for byte over a plain TCP socket (HPACK literals, no
  * client library), against real server processes.
@@ -122,5 +123,19 @@ describe('RST_STREAM for a stream the client never opened', () => {
     // nghttp2 reports the protocol error; Node then ends the session with INTERNAL_ERROR.
     expect(away!.payload.readUInt32BE(4)).toBe(2);
     expect(endsStream(frames, 3)).toBe(false);
+  });
+
+  it('with --grpc-ignore-idle-stream-frames: dropped, and both later calls on the connection are answered', async () => {
+    const server = await startServer(repository.dir, ['--grpc-ignore-idle-stream-frames']);
+    servers.push(server);
+    const port = Number(server.grpcAddress.split(':').pop());
+    const { frames } = await exchange(port, cancelledThenCalls(port), (f) => endsStream(f, 5) || goaway(f) !== undefined);
+    expect(goaway(frames)).toBeUndefined();
+    for (const stream of [3, 5]) {
+      const trailers = frames.find((f) => f.type === HEADERS && f.stream === stream && (f.flags & 0x1) !== 0);
+      expect(trailers, `stream ${stream} answered`).toBeDefined();
+    }
+    // ServerLive answered with a message: a DATA frame on each stream.
+    expect(frames.filter((f) => f.type === DATA && (f.stream === 3 || f.stream === 5)).length).toBe(2);
   });
 });
