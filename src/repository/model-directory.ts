@@ -5,9 +5,10 @@
  * system, keeps no state.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { echo, echoField } from '../common/echo.js';
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import { DEFAULT_TENANT, parseByteSize } from '../tenancy/tenant-config.js';
 import { ModelConfigError, parseModelConfigText } from './model-config.js';
@@ -41,6 +42,31 @@ export function modelNameProblem(name: string): string | undefined {
   return undefined;
 }
 
+/** Whether the repository has a directory named `name` (a name that passed modelNameProblem). */
+export async function hasModelDirectory(repository: string, name: string): Promise<boolean> {
+  try {
+    return (await stat(path.join(repository, name))).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** A load of a name the repository has no directory for; the repository's path is the server's business. */
+export function missingModelMessage(name: string): string {
+  return `model ${echo(name)} is not found in repository: it has no directory of that name`;
+}
+
+/**
+ * `message` as a client may see it: the repository's own path (a server
+ * path) is left out, so `/srv/models/ctr/config.pbtxt:3: ...` reads
+ * `ctr/config.pbtxt:3: ...`. Logs keep the full message for operators.
+ */
+export function withoutRepositoryPath(message: string, repository: string): string {
+  const root = repository.endsWith(path.sep) ? repository.slice(0, -1) : repository;
+  if (root === '') return message;
+  return message.split(`${root}${path.sep}`).join('').split(root).join('the model repository');
+}
+
 async function isModelDirectory(dir: string): Promise<boolean> {
   if (existsSync(path.join(dir, CONFIG_FILENAME))) return true;
   const entries = await readdir(dir, { withFileTypes: true });
@@ -51,11 +77,11 @@ async function isModelDirectory(dir: string): Promise<boolean> {
 export async function readModelConfig(name: string, modelDir: string, log: Logger): Promise<ModelConfig | undefined> {
   const file = path.join(modelDir, CONFIG_FILENAME);
   if (!existsSync(file)) {
-    log.info({ model: name }, 'no config.pbtxt: completing the config from the ONNX model');
+    log.info({ model: echoField(name) }, 'no config.pbtxt: completing the config from the ONNX model');
     return undefined;
   }
   const { config, warnings } = parseModelConfigText(await readFile(file, 'utf8'), file);
-  for (const warning of warnings) log.warn({ model: name }, warning);
+  for (const warning of warnings) log.warn({ model: echoField(name) }, warning);
   return config;
 }
 

@@ -38,8 +38,10 @@ import {
   instanceCount,
   intraOpThreads,
   MODEL_FILENAME,
+  missingModelMessage,
   modelTenant,
   readModelConfig,
+  withoutRepositoryPath,
 } from './model-directory.js';
 import type { ModelRecord, ModelRegistry } from './model-registry.js';
 
@@ -98,14 +100,16 @@ export class ModelLoader {
     try {
       loaded = await this.loadVersions(name, record, started, failure);
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
+      const message = err instanceof Error ? err.message : String(err);
+      // The index and the answer are for clients: no server paths in them.
+      const reason = withoutRepositoryPath(message, this.options.repository);
       const failedVersion = failure.version;
       if (!hadVersions) {
         record.state = 'UNAVAILABLE';
         record.reason = reason;
         record.reasonVersion = failedVersion;
       }
-      this.log.error({ model: echoField(name), model_version: failedVersion || undefined, error: reason }, 'model failed to load');
+      this.log.error({ model: echoField(name), model_version: failedVersion || undefined, error: message }, 'model failed to load');
       throw loadFailure(name, err, reason);
     }
     const replaced = [...record.versions.values()];
@@ -115,7 +119,7 @@ export class ModelLoader {
     record.reasonVersion = '';
     this.log.info(
       {
-        model: name,
+        model: echoField(name),
         versions: loaded.map((v) => v.version),
         load_ms: Math.round(performance.now() - started),
         ...(coldStart ? { cold_start: true } : {}),
@@ -134,9 +138,7 @@ export class ModelLoader {
     failure: { version: string },
   ): Promise<ModelVersion[]> {
     const modelDir = path.join(this.options.repository, name);
-    if (!existsSync(modelDir)) {
-      throw notFound(`model ${echo(name)} is not found in repository ${this.options.repository}`);
-    }
+    if (!existsSync(modelDir)) throw notFound(missingModelMessage(name));
     let config = await readModelConfig(name, modelDir, this.log);
     // Known from here, even if the load fails later: who may see the model (TenantFilter).
     record.tenant = modelTenant(config);
@@ -145,7 +147,7 @@ export class ModelLoader {
     if (selected.length === 0) {
       throw new ModelConfigError(
         path.join(modelDir, CONFIG_FILENAME), undefined,
-        `no version of model '${name}' matches the version policy; versions on disk: ${available.join(', ') || 'none'}`,
+        `no version of model ${echo(name)} matches the version policy; versions on disk: ${available.join(', ') || 'none'}`,
       );
     }
     // The same for every version: read from the config once.
@@ -205,7 +207,7 @@ export class ModelLoader {
         // Charged before any worker starts, so a model that cannot fit costs nothing.
         const memory = VersionMemory.forLoad(this.options.memory, {
           tenant,
-          model: name,
+          model: echoField(name),
           version,
           estimateBytes: declared ?? fileBytes * instances,
           onEvict: () => this.registry.evict(name, version),
@@ -217,11 +219,11 @@ export class ModelLoader {
           pool = created.pool;
           config = completeConfig(config, name, toTensorInfo(created.io), { file, autoComplete: this.options.autoCompleteConfig });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
-          if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
+          if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: echoField(name) }, warning);
           const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances);
           if (note !== '') {
             loaded.setExecutorNote(note);
-            this.log.warn({ model: name, model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');
+            this.log.warn({ model: echoField(name), model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');
           }
           versions.push(loaded);
           record.loading = [...versions];
@@ -257,7 +259,7 @@ export class ModelLoader {
     const golden = await loadGoldenCases(modelDir);
     for (const version of versions) {
       onVersion(version.versionLabel);
-      const fields = { model: version.modelName, model_version: version.versionLabel, tenant: version.tenant };
+      const fields = { model: echoField(version.modelName), model_version: version.versionLabel, tenant: version.tenant };
       const samples = await buildWarmupSamples(version.config, version.signature, {
         modelDir,
         defaultWarmup: this.options.defaultWarmup,
@@ -305,11 +307,11 @@ export class ModelLoader {
  */
 export function loadFailure(name: string, err: unknown, reason: string): ServingError {
   if (err instanceof ServingError) {
-    return new ServingError(err.kind, err.kind === 'over_quota' ? `failed to load model '${name}': ${reason}` : reason);
+    return new ServingError(err.kind, err.kind === 'over_quota' ? `failed to load model ${echo(name)}: ${reason}` : reason);
   }
   if (err instanceof ModelConfigError || err instanceof WarmupConfigError) {
-    return invalidArgument(`failed to load model '${name}': ${reason}`);
+    return invalidArgument(`failed to load model ${echo(name)}: ${reason}`);
   }
-  if (err instanceof GoldenCheckError) return new ServingError('precondition', `failed to load model '${name}': ${reason}`);
-  return internal(`failed to load model '${name}': ${reason}`);
+  if (err instanceof GoldenCheckError) return new ServingError('precondition', `failed to load model ${echo(name)}: ${reason}`);
+  return internal(`failed to load model ${echo(name)}: ${reason}`);
 }
