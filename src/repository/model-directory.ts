@@ -12,6 +12,7 @@ import { echo, echoField } from '../common/echo.js';
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import { DEFAULT_TENANT, parseByteSize } from '../tenancy/tenant-config.js';
 import { ModelConfigError, parseModelConfigText } from './model-config.js';
+import { LOAD_TIMEOUT_PARAMETER } from './load-deadline.js';
 
 export const MODEL_FILENAME = 'model.onnx';
 export const CONFIG_FILENAME = 'config.pbtxt';
@@ -112,6 +113,24 @@ export function declaredFootprint(config: ModelConfig | undefined, file: string)
   } catch (err) {
     throw new ModelConfigError(file, undefined, err instanceof Error ? err.message : String(err));
   }
+}
+
+/**
+ * The model's own load time limit in ms (config parameter
+ * `model_load_timeout_secs`, seconds, 0 = none); undefined when it sets none
+ * (`--model-load-timeout` applies).
+ */
+export function modelLoadTimeoutMs(config: ModelConfig | undefined, file: string): number | undefined {
+  const value = config?.parameters[LOAD_TIMEOUT_PARAMETER]?.stringValue;
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+    throw new ModelConfigError(
+      file, undefined,
+      `parameter '${LOAD_TIMEOUT_PARAMETER}': expected seconds in 0..86400 (0 = no limit), got ${echo(value)}`,
+    );
+  }
+  return Math.round(seconds * 1000);
 }
 
 /** Triton sums the counts of every instance group; a missing group means one instance. */

@@ -30,6 +30,7 @@ import { VersionMemory } from './version-memory.js';
 import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
 import { leakFault, modelFaults } from './fault-parameters.js';
 import { toTensorInfo } from './tensor-info.js';
+import { LoadDeadline } from './load-deadline.js';
 import { loadNativeVersion, selectExecutor } from './native-loader.js';
 import {
   availableVersions,
@@ -39,6 +40,7 @@ import {
   intraOpThreads,
   MODEL_FILENAME,
   missingModelMessage,
+  modelLoadTimeoutMs,
   modelTenant,
   readModelConfig,
   withoutRepositoryPath,
@@ -70,6 +72,12 @@ export interface ModelLoaderOptions {
    * off, a config must say everything itself (strict-config.ts).
    */
   readonly autoCompleteConfig: boolean;
+  /**
+   * `--model-load-timeout` in ms: load, warm-up and golden checks of a model
+   * together (config parameter `model_load_timeout_secs` overrides); 0 or
+   * absent: no limit (load-deadline.ts).
+   */
+  readonly loadTimeoutMs?: number;
 }
 
 export class ModelLoader {
@@ -97,9 +105,12 @@ export class ModelLoader {
     }
     let loaded: ModelVersion[] = [];
     const failure = { version: '' };
+    const deadline = new LoadDeadline(this.options.loadTimeoutMs ?? 0, () => loadStage(record));
     try {
-      loaded = await this.loadVersions(name, record, started, failure);
+      loaded = await deadline.race(this.loadVersions(name, record, started, failure, deadline));
     } catch (err) {
+      // Past its limit, the load's own chain is abandoned: nothing it still shows is loading.
+      if (deadline.abandoned) record.loading = [];
       const message = err instanceof Error ? err.message : String(err);
       // The index and the answer are for clients: no server paths in them.
       const reason = withoutRepositoryPath(message, this.options.repository);
@@ -111,6 +122,8 @@ export class ModelLoader {
       }
       this.log.error({ model: echoField(name), model_version: failedVersion || undefined, error: message }, 'model failed to load');
       throw loadFailure(name, err, reason);
+    } finally {
+      deadline.clear();
     }
     const replaced = [...record.versions.values()];
     record.versions = new Map(loaded.map((v) => [v.version, v]));
@@ -136,10 +149,14 @@ export class ModelLoader {
     record: ModelRecord,
     started: number,
     failure: { version: string },
+    deadline: LoadDeadline,
   ): Promise<ModelVersion[]> {
     const modelDir = path.join(this.options.repository, name);
     if (!existsSync(modelDir)) throw notFound(missingModelMessage(name));
     let config = await readModelConfig(name, modelDir, this.log);
+    deadline.throwIfAbandoned();
+    const ownLimit = modelLoadTimeoutMs(config, path.join(modelDir, CONFIG_FILENAME));
+    if (ownLimit !== undefined) deadline.setModelLimit(ownLimit);
     // Known from here, even if the load fails later: who may see the model (TenantFilter).
     record.tenant = modelTenant(config);
     const available = await availableVersions(modelDir, config);
@@ -195,7 +212,10 @@ export class ModelLoader {
               autoCompleteConfig: this.options.autoCompleteConfig,
             },
           );
+          deadline.throwIfAbandoned();
           if ('version' in loaded) {
+            const native = loaded.version;
+            deadline.onAbandon((reason) => native.abandon(reason));
             config = loaded.version.config;
             versions.push(loaded.version);
             record.loading = [...versions];
@@ -212,11 +232,16 @@ export class ModelLoader {
           estimateBytes: declared ?? fileBytes * instances,
           onEvict: () => this.registry.evict(name, version),
         });
+        // Past the limit, the charge goes at once, whatever the workers do.
+        deadline.onAbandon(() => memory.destroy());
         let pool: ModelPool | undefined;
         try {
           const owner = memory.createGenerationOwner(1);
           const created = await createPool(1, owner);
           pool = created.pool;
+          const startedPool = pool;
+          deadline.onAbandon(() => startedPool.abandon());
+          deadline.throwIfAbandoned();
           config = completeConfig(config, name, toTensorInfo(created.io), { file, autoComplete: this.options.autoCompleteConfig });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: echoField(name) }, warning);
@@ -225,22 +250,26 @@ export class ModelLoader {
             loaded.setExecutorNote(note);
             this.log.warn({ model: echoField(name), model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');
           }
+          deadline.onAbandon((reason) => loaded.abandon(reason));
           versions.push(loaded);
           record.loading = [...versions];
         } catch (err) {
-          await pool?.close();
+          // An abandoned pool was told to stop already; a stuck worker would never let close() settle.
+          if (!deadline.abandoned) await pool?.close();
           memory.destroy();
           throw err;
         }
       }
-      await this.prepareVersions(modelDir, versions, started, (label) => (failure.version = label ?? ''));
+      await this.prepareVersions(modelDir, versions, started, deadline, (label) => (failure.version = label ?? ''));
     } catch (err) {
-      // A failed load leaves nothing behind: close the pools already started.
+      // A failed load leaves nothing behind: close the pools already started
+      // (an abandoned version is UNAVAILABLE already, so this does not wait for it).
       const reason = err instanceof Error ? err.message : String(err);
       await Promise.all(versions.map((v) => v.unload(reason)));
       throw err;
     } finally {
-      record.loading = [];
+      // Once abandoned, `record` may belong to a later load already.
+      if (!deadline.abandoned) record.loading = [];
     }
     return versions;
   }
@@ -254,9 +283,11 @@ export class ModelLoader {
     modelDir: string,
     versions: readonly ModelVersion[],
     started: number,
+    deadline: LoadDeadline,
     onVersion: (label: string | undefined) => void,
   ): Promise<void> {
     const golden = await loadGoldenCases(modelDir);
+    deadline.throwIfAbandoned();
     for (const version of versions) {
       onVersion(version.versionLabel);
       const fields = { model: echoField(version.modelName), model_version: version.versionLabel, tenant: version.tenant };
@@ -264,7 +295,9 @@ export class ModelLoader {
         modelDir,
         defaultWarmup: this.options.defaultWarmup,
       });
+      deadline.throwIfAbandoned();
       const report = await version.warmUp({ samples, delayMs: warmupDelayMs(version.config, this.options.faultInjection) });
+      deadline.throwIfAbandoned();
       // Every worker has reported its session's footprint by now: charge what was measured.
       const declared = declaredFootprint(version.config, path.join(modelDir, CONFIG_FILENAME));
       version.memory.settle(declared ?? version.measuredFootprintBytes);
@@ -276,6 +309,7 @@ export class ModelLoader {
       if (golden.length > 0) {
         version.setLoadingReason('running golden checks');
         await runGoldenChecks(golden, version.signature, (task, transfer) => version.run(task, transfer));
+        deadline.throwIfAbandoned();
       }
       const seconds = (performance.now() - started) / 1000;
       version.markReady(seconds);
@@ -297,6 +331,13 @@ export class ModelLoader {
     }
     onVersion(undefined);
   }
+}
+
+/** What a load is doing now, for a time-out's reason: the newest version's stage. */
+function loadStage(record: ModelRecord): string {
+  const version = record.loading.at(-1);
+  if (version === undefined) return 'loading the model file';
+  return `${version.reason || 'loading'} (version ${version.versionLabel})`;
 }
 
 /**
