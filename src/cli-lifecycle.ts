@@ -57,15 +57,33 @@ export function lifecycleOptions(values: Readonly<Record<string, unknown>>): Lif
 /**
  * Starts the addon's memory trimmer (src/native/memory-trimmer.ts) unless
  * `intervalMs` is 0; a C library without malloc_trim is logged, not fatal.
+ * `releaseCaches` runs once a burst is over (HotpathServer.releaseCachedMemory).
  */
-export function startMemoryTrimmer(intervalMs: number, logger: Logger): MemoryTrimmer | undefined {
+export function startMemoryTrimmer(intervalMs: number, logger: Logger, releaseCaches?: () => number): MemoryTrimmer | undefined {
   if (intervalMs === 0) return undefined;
   try {
     if (!MemoryTrimmer.supported()) {
       logger.info('memory trimmer off: this C library has no malloc_trim');
       return undefined;
     }
-    return MemoryTrimmer.start({ intervalMs });
+    const trimmer = MemoryTrimmer.start({
+      intervalMs,
+      onIdle: releaseCaches === undefined ? undefined : () => {
+        const usage = process.memoryUsage();
+        const bytes = releaseCaches();
+        logger.info(
+          { arena_released_bytes: bytes, rss_bytes: usage.rss, heap_total_bytes: usage.heapTotal, external_bytes: usage.external },
+          'idle after a burst: arena free segments returned, collecting garbage',
+        );
+      },
+      onTrim: (stats) =>
+        logger.info(
+          { trims: stats.trims, released_bytes: stats.releasedBytes, rss_bytes: stats.lastRssBytes, accounted_bytes: stats.accountedBytes },
+          'freed memory returned to the system (malloc_trim)',
+        ),
+    });
+    logger.info({ interval_ms: intervalMs }, 'memory trimmer started');
+    return trimmer;
   } catch (err) {
     logger.warn({ error: err instanceof Error ? err.message : String(err) }, 'memory trimmer not started');
     return undefined;

@@ -638,7 +638,7 @@ async function serve(argv: string[]): Promise<void> {
   const server = new HotpathServer({ ...options, serverName: 'hotpath', serverVersion: packageVersion(), logger: root });
   if (options.faultInjection) logger.warn('fault injection is enabled: test-only hooks are honoured');
   installShutdown(server, logger, options);
-  startMemoryTrimmer(options.memoryTrimIntervalMs, logger);
+  startMemoryTrimmer(options.memoryTrimIntervalMs, logger, () => server.releaseCachedMemory());
   // Certificate rotation and the routes file; with the handler, SIGHUP no longer ends the process (Node's default).
   process.on('SIGHUP', () => {
     logger.info({ signal: 'SIGHUP' }, options.routesFile === undefined ? 'reloading certificates' : 'reloading certificates and routes');

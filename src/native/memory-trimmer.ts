@@ -5,9 +5,12 @@
 // of staying at the peak a container limit sees (native/process/trim_policy.h).
 //
 // The trim never runs on the event loop: the JS side only reports what it
-// accounts for, on an unref'd timer, and reads the statistics.
+// accounts for, on an unref'd timer, and reads the statistics. Once a burst
+// is over it also asks V8 for one full collection (idle-gc.ts): the burst's
+// Buffers are garbage but stay allocated until collected.
 //
 // Main thread only; one trimmer per process.
+import { IdleGc } from './idle-gc.js';
 import { nativeAddon, type LoadedAddon } from './loader.js';
 import { unwrapNative } from './native-error.js';
 import { exportsOf, memoryTrimmerExports, type MemoryTrimmerBinding, type RawTrimmerStats } from './process-binding-types.js';
@@ -21,6 +24,13 @@ export interface MemoryTrimmerOptions {
   readonly excessRatio?: number;
   /** After a trim, RSS must grow this much before the next (default 32 MiB). */
   readonly minGrowthBytes?: number;
+  /**
+   * Called on the JS thread once a burst is over, before a full collection
+   * (idle-gc.ts): release what caches hold, e.g. the arena's free segments.
+   */
+  readonly onIdle?: () => void;
+  /** Called on the JS thread, at the report timer's pace, after the native thread trimmed (for a log line). */
+  readonly onTrim?: (stats: MemoryTrimmerStats) => void;
 }
 
 export type MemoryTrimmerStats = RawTrimmerStats;
@@ -40,13 +50,32 @@ function accountedBytes(): number {
 export class MemoryTrimmer {
   private readonly timer: NodeJS.Timeout;
 
+  private trimsSeen = 0;
+
   private constructor(
     private readonly binding: MemoryTrimmerBinding,
     intervalMs: number,
+    minExcessBytes: number,
+    onTrim: ((stats: MemoryTrimmerStats) => void) | undefined,
+    onIdle: (() => void) | undefined,
   ) {
     binding.memoryTrimmerReport(accountedBytes());
+    // Garbage Buffers of a burst are freed only by a collection (idle-gc.ts).
+    const idleGc = new IdleGc({ minExcessBytes: minExcessBytes, minGapMs: Math.max(10_000, 5 * intervalMs) });
     // Reports at the trimmer's own pace; unref'd so it never keeps the process alive.
-    this.timer = setInterval(() => binding.memoryTrimmerReport(accountedBytes()), intervalMs);
+    this.timer = setInterval(() => {
+      if (idleGc.observe(accountedBytes(), onIdle)) {
+        // What the collection freed is reported at once, so the next check trims it.
+        binding.memoryTrimmerReport(accountedBytes());
+        return;
+      }
+      binding.memoryTrimmerReport(accountedBytes());
+      const stats = onTrim === undefined ? null : binding.memoryTrimmerStats();
+      if (stats !== null && stats.trims > this.trimsSeen) {
+        this.trimsSeen = stats.trims;
+        onTrim?.(stats);
+      }
+    }, intervalMs);
     this.timer.unref();
   }
 
@@ -68,7 +97,7 @@ export class MemoryTrimmer {
       minGrowthBytes: options.minGrowthBytes ?? DEFAULTS.minGrowthBytes,
     };
     unwrapNative(binding.memoryTrimmerStart(raw), 'memoryTrimmerStart', MemoryTrimmer.start);
-    return new MemoryTrimmer(binding, options.intervalMs);
+    return new MemoryTrimmer(binding, options.intervalMs, raw.minExcessBytes, options.onTrim, options.onIdle);
   }
 
   /** Checks, trims and bytes given back so far; null once stopped. */

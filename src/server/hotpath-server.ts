@@ -324,6 +324,15 @@ export class HotpathServer {
     return this.phase === 'serving' && modelsReady && this.deviceHealth.lost === undefined;
   }
 
+  /**
+   * Returns the host arena's fully free cached segments to the system (bytes
+   * returned): after a burst, so RSS comes back near its baseline (the
+   * addon's memory trimmer calls it once the burst is over).
+   */
+  releaseCachedMemory(): number {
+    return this.memory.arena.releaseCached();
+  }
+
   /** Binds the ports and logs them: the process is live from here, not yet ready. */
   async listen(): Promise<BoundPorts> {
     const grpcPort = !this.options.allowGrpc ? undefined : await new Promise<number>((resolve, reject) => {
