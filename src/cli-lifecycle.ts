@@ -70,7 +70,13 @@ export function startMemoryTrimmer(intervalMs: number, logger: Logger, releaseCa
       intervalMs,
       onIdle: releaseCaches === undefined ? undefined : () => {
         const usage = process.memoryUsage();
-        const bytes = releaseCaches();
+        let bytes = 0;
+        try {
+          bytes = releaseCaches();
+        } catch (err) {
+          // The arena is closed once a drain has finished: nothing to give back then.
+          logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'arena cache not released');
+        }
         logger.info(
           { arena_released_bytes: bytes, rss_bytes: usage.rss, heap_total_bytes: usage.heapTotal, external_bytes: usage.external },
           'idle after a burst: arena free segments returned, collecting garbage',

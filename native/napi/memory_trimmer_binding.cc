@@ -76,6 +76,11 @@ Napi::Value ReportJs(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+Napi::Value RequestJs(const Napi::CallbackInfo& info) {
+  process::RequestProcessTrim();
+  return info.Env().Undefined();
+}
+
 Napi::Value StatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::optional<process::TrimStats> stats = process::ProcessTrimmerStats();
@@ -105,6 +110,7 @@ void RegisterMemoryTrimmerBinding(Napi::Env env, Napi::Object exports) {
                       {"memoryTrimmerStart", StartJs},
                       {"memoryTrimmerStop", StopJs},
                       {"memoryTrimmerReport", ReportJs},
+                      {"memoryTrimmerRequest", RequestJs},
                       {"memoryTrimmerStats", StatsJs},
                   });
 }

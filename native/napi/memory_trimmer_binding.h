@@ -15,6 +15,7 @@ namespace hotpath::napi {
 //   memoryTrimmerStart({intervalMs, minExcessBytes, excessRatio, minGrowthBytes}): result
 //   memoryTrimmerStop(): undefined
 //   memoryTrimmerReport(accountedBytes: number): undefined
+//   memoryTrimmerRequest(): undefined          one trim at the next check
 //   memoryTrimmerStats(): {checks, trims, releasedBytes, lastRssBytes,
 //                          accountedBytes, failures, lastError} | null
 void RegisterMemoryTrimmerBinding(Napi::Env env, Napi::Object exports);

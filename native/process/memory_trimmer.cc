@@ -73,6 +73,7 @@ struct MemoryTrimmer::State {
   std::chrono::milliseconds interval{0};
   TrimProbe probe;
   std::atomic<uint64_t> accounted{0};
+  std::atomic<bool> trim_requested{false};
   std::atomic<bool> stop{false};
 
   // Guards everything below; never held across the probe's calls.
@@ -116,7 +117,8 @@ struct MemoryTrimmer::State {
     const uint64_t accounted_now = accounted.load(std::memory_order_relaxed);
     uint64_t current = rss.value();
     if (trimmed_before && current < floor) floor = current;
-    TrimInputs inputs{current, accounted_now, floor, trimmed_before};
+    TrimInputs inputs{current, accounted_now, floor, trimmed_before,
+                      trim_requested.exchange(false, std::memory_order_acq_rel)};
     bool trimmed = false;
     uint64_t released = 0;
     if (ShouldTrim(settings, inputs)) {
@@ -177,6 +179,8 @@ MemoryTrimmer::~MemoryTrimmer() {
 
 void MemoryTrimmer::ReportAccounted(uint64_t bytes) { state_->accounted.store(bytes, std::memory_order_relaxed); }
 
+void MemoryTrimmer::RequestTrim() { state_->trim_requested.store(true, std::memory_order_release); }
+
 TrimStats MemoryTrimmer::Stats() const {
   std::lock_guard guard(state_->mutex);
   TrimStats copy = state_->stats;
@@ -229,6 +233,11 @@ void StopProcessTrimmer() {
 void ReportProcessAccounted(uint64_t bytes) {
   std::lock_guard guard(ProcessMutex());
   if (ProcessTrimmer() != nullptr) ProcessTrimmer()->ReportAccounted(bytes);
+}
+
+void RequestProcessTrim() {
+  std::lock_guard guard(ProcessMutex());
+  if (ProcessTrimmer() != nullptr) ProcessTrimmer()->RequestTrim();
 }
 
 std::optional<TrimStats> ProcessTrimmerStats() {

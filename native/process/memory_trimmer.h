@@ -75,6 +75,10 @@ class MemoryTrimmer {
 
   TrimStats Stats() const;
 
+  // Asks for one trim at the next check, whatever the policy's thresholds
+  // (a full garbage collection just freed memory). Only sets a flag.
+  void RequestTrim();
+
   // Test hook: wakes the thread for one check now and waits until it has run
   // (deterministic timing without sleeping for `interval`). Never call it on
   // the JS thread in production: the wait is as long as a trim.
@@ -92,6 +96,7 @@ class MemoryTrimmer {
 Status StartProcessTrimmer(TrimSettings settings, std::chrono::milliseconds interval);
 void StopProcessTrimmer();
 void ReportProcessAccounted(uint64_t bytes);
+void RequestProcessTrim();
 std::optional<TrimStats> ProcessTrimmerStats();
 
 }  // namespace hotpath::process

@@ -15,6 +15,7 @@ uint64_t ExcessThreshold(const TrimSettings& settings, uint64_t accounted_bytes)
 }
 
 bool ShouldTrim(const TrimSettings& settings, const TrimInputs& inputs) {
+  if (inputs.requested) return true;
   if (inputs.rss_bytes <= inputs.accounted_bytes) return false;
   const uint64_t excess = inputs.rss_bytes - inputs.accounted_bytes;
   if (excess < ExcessThreshold(settings, inputs.accounted_bytes)) return false;

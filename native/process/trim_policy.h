@@ -36,15 +36,18 @@ struct TrimInputs {
   // meaningful only when `trimmed_before`.
   uint64_t rss_floor_bytes = 0;
   bool trimmed_before = false;
+  // The JS thread asked for a trim: a full collection just freed a burst's
+  // garbage, which shows neither as RSS growth nor (yet) in `accounted_bytes`.
+  bool requested = false;
 };
 
 // RSS minus what is accounted for, above which a trim may run:
 // max(min_excess_bytes, excess_ratio * accounted_bytes).
 uint64_t ExcessThreshold(const TrimSettings& settings, uint64_t accounted_bytes);
 
-// True when RSS exceeds the accounted memory by more than ExcessThreshold and,
-// after an earlier trim, has grown by at least min_growth_bytes above the
-// floor since.
+// True when asked (`requested`), or when RSS exceeds the accounted memory by
+// more than ExcessThreshold and, after an earlier trim, has grown by at least
+// min_growth_bytes above the floor since.
 bool ShouldTrim(const TrimSettings& settings, const TrimInputs& inputs);
 
 }  // namespace hotpath::process

@@ -57,6 +57,8 @@ void TestShouldTrim(test::Checker& check) {
   // ...until RSS grows again.
   check.True(ShouldTrim(settings, {330 * kMiB, 20 * kMiB, 290 * kMiB, true}), "40 MiB growth: trim");
   check.True(!ShouldTrim(settings, {280 * kMiB, 20 * kMiB, 290 * kMiB, true}), "below the floor: wait");
+  // A full collection freed a burst's garbage: asked for, it trims whatever the thresholds.
+  check.True(ShouldTrim(settings, {280 * kMiB, 270 * kMiB, 290 * kMiB, true, true}), "requested: trim");
 }
 
 // A fake process: RSS is a number the test sets; a trim brings it to `after_trim`.
@@ -111,12 +113,19 @@ void TestTrimmerLoop(test::Checker& check) {
   trimmer.CheckNowForTest();
   check.Equal(fake.trims.load(), 2, "growth past 32 MiB trims again");
 
+  // Asked for (after a collection), a trim runs although nothing grew; once.
+  trimmer.RequestTrim();
+  trimmer.CheckNowForTest();
+  check.Equal(fake.trims.load(), 3, "a requested trim runs");
+  trimmer.CheckNowForTest();
+  check.Equal(fake.trims.load(), 3, "and only once");
+
   fake.fail_read = true;
   trimmer.CheckNowForTest();
   stats = trimmer.Stats();
   check.Equal(stats.failures, uint64_t{1}, "a failed read is counted");
   check.Contains(stats.last_error, "read failed", "and its message kept");
-  check.Equal(stats.checks, uint64_t{4}, "checks count successful reads");
+  check.Equal(stats.checks, uint64_t{6}, "checks count successful reads");
 }
 
 void TestCreateRefusals(test::Checker& check) {

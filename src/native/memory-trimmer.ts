@@ -65,8 +65,10 @@ export class MemoryTrimmer {
     // Reports at the trimmer's own pace; unref'd so it never keeps the process alive.
     this.timer = setInterval(() => {
       if (idleGc.observe(accountedBytes(), onIdle)) {
-        // What the collection freed is reported at once, so the next check trims it.
+        // What the collection freed shows neither as RSS growth nor (V8 updates
+        // its external figure later) as less accounted memory: ask for the trim.
         binding.memoryTrimmerReport(accountedBytes());
+        binding.memoryTrimmerRequest();
         return;
       }
       binding.memoryTrimmerReport(accountedBytes());

@@ -33,6 +33,7 @@ export interface MemoryTrimmerBinding {
   memoryTrimmerStart(options: RawTrimmerOptions): NativeResult<undefined>;
   memoryTrimmerStop(): void;
   memoryTrimmerReport(accountedBytes: number): void;
+  memoryTrimmerRequest(): void;
   memoryTrimmerStats(): RawTrimmerStats | null;
 }
 
@@ -43,6 +44,7 @@ export const memoryTrimmerExports: readonly (keyof MemoryTrimmerBinding)[] = [
   'memoryTrimmerStart',
   'memoryTrimmerStop',
   'memoryTrimmerReport',
+  'memoryTrimmerRequest',
   'memoryTrimmerStats',
 ];
 
