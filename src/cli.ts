@@ -36,6 +36,8 @@ import { modelNameProblem } from './repository/model-directory.js';
 import { CONNECTION_LIMIT_DEFAULTS, MAX_TIMER_MS, type ConnectionLimits } from './security/connection-limits.js';
 import { readTlsMaterial, TlsFileError, tlsFlag, type TlsDoor, type TlsFiles } from './security/tls.js';
 import { AccessSettingsError, doorGates } from './security/caller.js';
+import { installShutdown } from './cli/shutdown.js';
+import { LIFECYCLE_BOOLEAN_FLAGS, LIFECYCLE_USAGE, lifecycleFlagOptions, lifecycleOptions, startMemoryTrimmer, type LifecycleOptions } from './cli/lifecycle-options.js';
 import { RestrictedApiSpecError } from './security/restricted-api.js';
 import { readRoutesFile, RoutesFileError } from './routing/routes-file.js';
 import { ARCHIVE_USAGE, archiveFlagOptions, archiveSettings } from './datachecks/archive/archive-options.js';
@@ -119,7 +121,7 @@ ${DOOR_LIMITS_USAGE}  --model-control-mode MODE    [T] none|explicit|poll; witho
   --intra-op-threads N         onnxruntime intra-op threads per worker (default 1)
   --model-load-concurrency N   models loaded and warmed at once (default 2)
   --no-default-warmup          skip the default warm-up of models without model_warmup
-  --access-log-sample-rate R   fraction of successful requests access-logged, 0..1 (default 0.01);
+${LIFECYCLE_USAGE}  --access-log-sample-rate R   fraction of successful requests access-logged, 0..1 (default 0.01);
                                failed requests are always logged
   --drain-delay S              on SIGTERM/SIGINT, seconds between turning unready and
                                refusing new calls (default 5)
@@ -170,12 +172,13 @@ ${ARCHIVE_USAGE}${CACHE_USAGE}  --device N                   the CUDA device for
   --version                    print the version and exit
   --help, -h                   print this and exit
 
-signals: SIGTERM or SIGINT drains and exits 0; a second signal exits at once (code 1).
+signals: SIGTERM or SIGINT drains and exits 0 (1 when the drain timed out or a worker thread is stuck,
+         always within --drain-delay + --drain-timeout + 4 s); a second signal exits at once (code 1).
          SIGHUP reloads the TLS certificate files and the routes file (a file that fails its
          checks is logged, and the current certificates or routes stay).
 `;
 
-export interface ServeOptions {
+export interface ServeOptions extends LifecycleOptions {
   modelRepository: string;
   host: string;
   grpcPort: number;
@@ -267,6 +270,7 @@ const BOOLEAN_FLAGS = new Set([
   'http-use-ssl-mutual',
   'require-api-key',
   ...DOOR_BOOLEAN_FLAGS,
+  ...LIFECYCLE_BOOLEAN_FLAGS,
 ]);
 
 export function parseServeOptions(argv: string[]): ServeOptions {
@@ -297,6 +301,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
       'intra-op-threads': { type: 'string', default: '1' },
       'model-load-concurrency': { type: 'string', default: '2' },
       'no-default-warmup': { type: 'string' },
+      ...lifecycleFlagOptions(),
       'access-log-sample-rate': { type: 'string', default: '0.01' },
       'drain-delay': { type: 'string', default: '5' },
       'drain-timeout': { type: 'string' },
@@ -352,6 +357,7 @@ export function parseServeOptions(argv: string[]): ServeOptions {
     intraOpThreads: integerFlag('--intra-op-threads', values['intra-op-threads'] as string, 1, 1024),
     modelLoadConcurrency: integerFlag('--model-load-concurrency', values['model-load-concurrency'] as string, 1, 64),
     defaultWarmup: !booleanFlag('--no-default-warmup', values['no-default-warmup'], false),
+    ...lifecycleOptions(values),
     accessLogSampleRate: numberFlag('--access-log-sample-rate', values['access-log-sample-rate'] as string, 0, 1),
     drainDelayMs: Math.round(numberFlag('--drain-delay', values['drain-delay'] as string, 0, 3600) * 1000),
     drainTimeoutMs: drainTimeoutMs(values),
@@ -645,24 +651,8 @@ async function serve(argv: string[]): Promise<void> {
   const logger = root.child({ component: 'cli' });
   const server = new HotpathServer({ ...options, serverName: 'hotpath', serverVersion: packageVersion(), logger: root });
   if (options.faultInjection) logger.warn('fault injection is enabled: test-only hooks are honoured');
-  let signals = 0;
-  const shutdown = (signal: string) => {
-    signals += 1;
-    if (signals > 1) {
-      logger.warn({ signal }, 'second signal: exiting without waiting for the drain');
-      process.exit(1);
-    }
-    logger.info({ signal }, 'shutting down');
-    server.drain().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ error: err instanceof Error ? err.message : String(err) }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  installShutdown(server, logger, options);
+  startMemoryTrimmer(options.memoryTrimIntervalMs, logger, () => server.releaseCachedMemory());
   // Certificate rotation and the routes file; with the handler, SIGHUP no longer ends the process (Node's default).
   process.on('SIGHUP', () => {
     logger.info({ signal: 'SIGHUP' }, options.routesFile === undefined ? 'reloading certificates' : 'reloading certificates and routes');

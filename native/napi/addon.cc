@@ -1,7 +1,7 @@
 // hotpath_native module entry: a registry. It installs the per-environment
 // state and registers each binding's exports; all logic lives in
-// native/common, native/device, native/arena, native/batcher and
-// native/executor, all translation in the *_binding.cc files next to this one.
+// native/common, native/device, native/arena, native/batcher,
+// native/executor and native/process, all translation in the *_binding.cc files next to this one.
 //
 // Runs once per environment (main thread and each worker thread).
 #include <napi.h>
@@ -12,6 +12,8 @@
 #include "napi/build_info_binding.h"
 #include "napi/device_binding.h"
 #include "napi/executor_binding.h"
+#include "napi/memory_trimmer_binding.h"
+#include "napi/process_exit_binding.h"
 #include "napi/worker_binding.h"
 
 namespace {
@@ -21,6 +23,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   hotpath::napi::AddonData::Install(env);
   hotpath::napi::RegisterBuildInfoBinding(env, exports);
   hotpath::napi::RegisterDeviceBinding(env, exports);
+  hotpath::napi::RegisterProcessExitBinding(env, exports);
+  // Registered before the others, so its cleanup hook (stopping the trimmer) runs after theirs.
+  hotpath::napi::RegisterMemoryTrimmerBinding(env, exports);
   hotpath::napi::RegisterArenaBinding(env, exports);
   // Cleanup hooks run in reverse: batchers stop first, then executors, then arenas.
   hotpath::napi::ExecutorRegistry& executors = hotpath::napi::RegisterExecutorBinding(env, exports);

@@ -34,6 +34,25 @@ export const ECHO_MAX_CHARS = 256;
  */
 export const MESSAGE_MAX_CHARS = 4096;
 
+/** The most names a message lists (available models, say); the rest are counted, not named. */
+export const LIST_MAX_NAMES = 16;
+
+/**
+ * `a, b, c` of the first LIST_MAX_NAMES `names`, each as `echoField` shows it,
+ * then `… (+N more)` for the rest; `none` when there are none. A registry with
+ * thousands of names (or a few huge ones) still makes a short message.
+ */
+export function echoList(names: Iterable<string>, none = '(none)'): string {
+  const shown: string[] = [];
+  let more = 0;
+  for (const name of names) {
+    if (shown.length < LIST_MAX_NAMES) shown.push(echoField(name));
+    else more += 1;
+  }
+  if (shown.length === 0) return none;
+  return more === 0 ? shown.join(', ') : `${shown.join(', ')}, … (+${more} more)`;
+}
+
 /** `'value'`, escaped, cut to ECHO_MAX_CHARS with a `…(+N chars)` marker after the closing quote. */
 export function echo(value: string): string {
   const { text, cut } = bounded(value, true);

@@ -5,12 +5,14 @@
  * system, keeps no state.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { echo, echoField } from '../common/echo.js';
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import { DEFAULT_TENANT, parseByteSize } from '../tenancy/tenant-config.js';
 import { ModelConfigError, parseModelConfigText } from './model-config.js';
+import { LOAD_TIMEOUT_PARAMETER } from './load-deadline.js';
 
 export const MODEL_FILENAME = 'model.onnx';
 export const CONFIG_FILENAME = 'config.pbtxt';
@@ -41,6 +43,31 @@ export function modelNameProblem(name: string): string | undefined {
   return undefined;
 }
 
+/** Whether the repository has a directory named `name` (a name that passed modelNameProblem). */
+export async function hasModelDirectory(repository: string, name: string): Promise<boolean> {
+  try {
+    return (await stat(path.join(repository, name))).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** A load of a name the repository has no directory for; the repository's path is the server's business. */
+export function missingModelMessage(name: string): string {
+  return `model ${echo(name)} is not found in repository: it has no directory of that name`;
+}
+
+/**
+ * `message` as a client may see it: the repository's own path (a server
+ * path) is left out, so `/srv/models/ctr/config.pbtxt:3: ...` reads
+ * `ctr/config.pbtxt:3: ...`. Logs keep the full message for operators.
+ */
+export function withoutRepositoryPath(message: string, repository: string): string {
+  const root = repository.endsWith(path.sep) ? repository.slice(0, -1) : repository;
+  if (root === '') return message;
+  return message.split(`${root}${path.sep}`).join('').split(root).join('the model repository');
+}
+
 async function isModelDirectory(dir: string): Promise<boolean> {
   if (existsSync(path.join(dir, CONFIG_FILENAME))) return true;
   const entries = await readdir(dir, { withFileTypes: true });
@@ -51,11 +78,11 @@ async function isModelDirectory(dir: string): Promise<boolean> {
 export async function readModelConfig(name: string, modelDir: string, log: Logger): Promise<ModelConfig | undefined> {
   const file = path.join(modelDir, CONFIG_FILENAME);
   if (!existsSync(file)) {
-    log.info({ model: name }, 'no config.pbtxt: completing the config from the ONNX model');
+    log.info({ model: echoField(name) }, 'no config.pbtxt: completing the config from the ONNX model');
     return undefined;
   }
   const { config, warnings } = parseModelConfigText(await readFile(file, 'utf8'), file);
-  for (const warning of warnings) log.warn({ model: name }, warning);
+  for (const warning of warnings) log.warn({ model: echoField(name) }, warning);
   return config;
 }
 
@@ -86,6 +113,24 @@ export function declaredFootprint(config: ModelConfig | undefined, file: string)
   } catch (err) {
     throw new ModelConfigError(file, undefined, err instanceof Error ? err.message : String(err));
   }
+}
+
+/**
+ * The model's own load time limit in ms (config parameter
+ * `model_load_timeout_secs`, seconds, 0 = none); undefined when it sets none
+ * (`--model-load-timeout` applies).
+ */
+export function modelLoadTimeoutMs(config: ModelConfig | undefined, file: string): number | undefined {
+  const value = config?.parameters[LOAD_TIMEOUT_PARAMETER]?.stringValue;
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+    throw new ModelConfigError(
+      file, undefined,
+      `parameter '${LOAD_TIMEOUT_PARAMETER}': expected seconds in 0..86400 (0 = no limit), got ${echo(value)}`,
+    );
+  }
+  return Math.round(seconds * 1000);
 }
 
 /** Triton sums the counts of every instance group; a missing group means one instance. */

@@ -30,6 +30,7 @@ import { VersionMemory } from './version-memory.js';
 import { buildWarmupSamples, WarmupConfigError, warmupDelayMs } from './warmup-samples.js';
 import { leakFault, modelFaults } from './fault-parameters.js';
 import { toTensorInfo } from './tensor-info.js';
+import { LoadDeadline } from './load-deadline.js';
 import { loadNativeVersion, selectExecutor } from './native-loader.js';
 import {
   availableVersions,
@@ -38,8 +39,11 @@ import {
   instanceCount,
   intraOpThreads,
   MODEL_FILENAME,
+  missingModelMessage,
+  modelLoadTimeoutMs,
   modelTenant,
   readModelConfig,
+  withoutRepositoryPath,
 } from './model-directory.js';
 import type { ModelRecord, ModelRegistry } from './model-registry.js';
 
@@ -68,6 +72,12 @@ export interface ModelLoaderOptions {
    * off, a config must say everything itself (strict-config.ts).
    */
   readonly autoCompleteConfig: boolean;
+  /**
+   * `--model-load-timeout` in ms: load, warm-up and golden checks of a model
+   * together (config parameter `model_load_timeout_secs` overrides); 0 or
+   * absent: no limit (load-deadline.ts).
+   */
+  readonly loadTimeoutMs?: number;
 }
 
 export class ModelLoader {
@@ -95,18 +105,25 @@ export class ModelLoader {
     }
     let loaded: ModelVersion[] = [];
     const failure = { version: '' };
+    const deadline = new LoadDeadline(this.options.loadTimeoutMs ?? 0, () => loadStage(record));
     try {
-      loaded = await this.loadVersions(name, record, started, failure);
+      loaded = await deadline.race(this.loadVersions(name, record, started, failure, deadline));
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
+      // Past its limit, the load's own chain is abandoned: nothing it still shows is loading.
+      if (deadline.abandoned) record.loading = [];
+      const message = err instanceof Error ? err.message : String(err);
+      // The index and the answer are for clients: no server paths in them.
+      const reason = withoutRepositoryPath(message, this.options.repository);
       const failedVersion = failure.version;
       if (!hadVersions) {
         record.state = 'UNAVAILABLE';
         record.reason = reason;
         record.reasonVersion = failedVersion;
       }
-      this.log.error({ model: echoField(name), model_version: failedVersion || undefined, error: reason }, 'model failed to load');
+      this.log.error({ model: echoField(name), model_version: failedVersion || undefined, error: message }, 'model failed to load');
       throw loadFailure(name, err, reason);
+    } finally {
+      deadline.clear();
     }
     const replaced = [...record.versions.values()];
     record.versions = new Map(loaded.map((v) => [v.version, v]));
@@ -115,7 +132,7 @@ export class ModelLoader {
     record.reasonVersion = '';
     this.log.info(
       {
-        model: name,
+        model: echoField(name),
         versions: loaded.map((v) => v.version),
         load_ms: Math.round(performance.now() - started),
         ...(coldStart ? { cold_start: true } : {}),
@@ -132,12 +149,14 @@ export class ModelLoader {
     record: ModelRecord,
     started: number,
     failure: { version: string },
+    deadline: LoadDeadline,
   ): Promise<ModelVersion[]> {
     const modelDir = path.join(this.options.repository, name);
-    if (!existsSync(modelDir)) {
-      throw notFound(`model ${echo(name)} is not found in repository ${this.options.repository}`);
-    }
+    if (!existsSync(modelDir)) throw notFound(missingModelMessage(name));
     let config = await readModelConfig(name, modelDir, this.log);
+    deadline.throwIfAbandoned();
+    const ownLimit = modelLoadTimeoutMs(config, path.join(modelDir, CONFIG_FILENAME));
+    if (ownLimit !== undefined) deadline.setModelLimit(ownLimit);
     // Known from here, even if the load fails later: who may see the model (TenantFilter).
     record.tenant = modelTenant(config);
     const available = await availableVersions(modelDir, config);
@@ -145,7 +164,7 @@ export class ModelLoader {
     if (selected.length === 0) {
       throw new ModelConfigError(
         path.join(modelDir, CONFIG_FILENAME), undefined,
-        `no version of model '${name}' matches the version policy; versions on disk: ${available.join(', ') || 'none'}`,
+        `no version of model ${echo(name)} matches the version policy; versions on disk: ${available.join(', ') || 'none'}`,
       );
     }
     // The same for every version: read from the config once.
@@ -193,7 +212,10 @@ export class ModelLoader {
               autoCompleteConfig: this.options.autoCompleteConfig,
             },
           );
+          deadline.throwIfAbandoned();
           if ('version' in loaded) {
+            const native = loaded.version;
+            deadline.onAbandon((reason) => native.abandon(reason));
             config = loaded.version.config;
             versions.push(loaded.version);
             record.loading = [...versions];
@@ -205,40 +227,49 @@ export class ModelLoader {
         // Charged before any worker starts, so a model that cannot fit costs nothing.
         const memory = VersionMemory.forLoad(this.options.memory, {
           tenant,
-          model: name,
+          model: echoField(name),
           version,
           estimateBytes: declared ?? fileBytes * instances,
           onEvict: () => this.registry.evict(name, version),
         });
+        // Past the limit, the charge goes at once, whatever the workers do.
+        deadline.onAbandon(() => memory.destroy());
         let pool: ModelPool | undefined;
         try {
           const owner = memory.createGenerationOwner(1);
           const created = await createPool(1, owner);
           pool = created.pool;
+          const startedPool = pool;
+          deadline.onAbandon(() => startedPool.abandon());
+          deadline.throwIfAbandoned();
           config = completeConfig(config, name, toTensorInfo(created.io), { file, autoComplete: this.options.autoCompleteConfig });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
-          if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: name }, warning);
+          if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: echoField(name) }, warning);
           const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances);
           if (note !== '') {
             loaded.setExecutorNote(note);
-            this.log.warn({ model: name, model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');
+            this.log.warn({ model: echoField(name), model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');
           }
+          deadline.onAbandon((reason) => loaded.abandon(reason));
           versions.push(loaded);
           record.loading = [...versions];
         } catch (err) {
-          await pool?.close();
+          // An abandoned pool was told to stop already; a stuck worker would never let close() settle.
+          if (!deadline.abandoned) await pool?.close();
           memory.destroy();
           throw err;
         }
       }
-      await this.prepareVersions(modelDir, versions, started, (label) => (failure.version = label ?? ''));
+      await this.prepareVersions(modelDir, versions, started, deadline, (label) => (failure.version = label ?? ''));
     } catch (err) {
-      // A failed load leaves nothing behind: close the pools already started.
+      // A failed load leaves nothing behind: close the pools already started
+      // (an abandoned version is UNAVAILABLE already, so this does not wait for it).
       const reason = err instanceof Error ? err.message : String(err);
       await Promise.all(versions.map((v) => v.unload(reason)));
       throw err;
     } finally {
-      record.loading = [];
+      // Once abandoned, `record` may belong to a later load already.
+      if (!deadline.abandoned) record.loading = [];
     }
     return versions;
   }
@@ -252,17 +283,21 @@ export class ModelLoader {
     modelDir: string,
     versions: readonly ModelVersion[],
     started: number,
+    deadline: LoadDeadline,
     onVersion: (label: string | undefined) => void,
   ): Promise<void> {
     const golden = await loadGoldenCases(modelDir);
+    deadline.throwIfAbandoned();
     for (const version of versions) {
       onVersion(version.versionLabel);
-      const fields = { model: version.modelName, model_version: version.versionLabel, tenant: version.tenant };
+      const fields = { model: echoField(version.modelName), model_version: version.versionLabel, tenant: version.tenant };
       const samples = await buildWarmupSamples(version.config, version.signature, {
         modelDir,
         defaultWarmup: this.options.defaultWarmup,
       });
+      deadline.throwIfAbandoned();
       const report = await version.warmUp({ samples, delayMs: warmupDelayMs(version.config, this.options.faultInjection) });
+      deadline.throwIfAbandoned();
       // Every worker has reported its session's footprint by now: charge what was measured.
       const declared = declaredFootprint(version.config, path.join(modelDir, CONFIG_FILENAME));
       version.memory.settle(declared ?? version.measuredFootprintBytes);
@@ -274,6 +309,7 @@ export class ModelLoader {
       if (golden.length > 0) {
         version.setLoadingReason('running golden checks');
         await runGoldenChecks(golden, version.signature, (task, transfer) => version.run(task, transfer));
+        deadline.throwIfAbandoned();
       }
       const seconds = (performance.now() - started) / 1000;
       version.markReady(seconds);
@@ -297,6 +333,13 @@ export class ModelLoader {
   }
 }
 
+/** What a load is doing now, for a time-out's reason: the newest version's stage. */
+function loadStage(record: ModelRecord): string {
+  const version = record.loading.at(-1);
+  if (version === undefined) return 'loading the model file';
+  return `${version.reason || 'loading'} (version ${version.versionLabel})`;
+}
+
 /**
  * The error a failed load answers with. A ServingError keeps its kind (a quota
  * failure is prefixed with the model, other messages already name it); a bad
@@ -305,11 +348,11 @@ export class ModelLoader {
  */
 export function loadFailure(name: string, err: unknown, reason: string): ServingError {
   if (err instanceof ServingError) {
-    return new ServingError(err.kind, err.kind === 'over_quota' ? `failed to load model '${name}': ${reason}` : reason);
+    return new ServingError(err.kind, err.kind === 'over_quota' ? `failed to load model ${echo(name)}: ${reason}` : reason);
   }
   if (err instanceof ModelConfigError || err instanceof WarmupConfigError) {
-    return invalidArgument(`failed to load model '${name}': ${reason}`);
+    return invalidArgument(`failed to load model ${echo(name)}: ${reason}`);
   }
-  if (err instanceof GoldenCheckError) return new ServingError('precondition', `failed to load model '${name}': ${reason}`);
-  return internal(`failed to load model '${name}': ${reason}`);
+  if (err instanceof GoldenCheckError) return new ServingError('precondition', `failed to load model ${echo(name)}: ${reason}`);
+  return internal(`failed to load model ${echo(name)}: ${reason}`);
 }

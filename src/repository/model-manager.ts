@@ -13,10 +13,10 @@
  */
 import type { Logger } from 'pino';
 import { invalidArgument, notFound, unavailable } from '../common/serving-error.js';
-import { echo } from '../common/echo.js';
+import { echo, echoField } from '../common/echo.js';
 import { Semaphore } from '../common/semaphore.js';
 import { ModelLoader, type ModelLoaderOptions } from './model-loader.js';
-import { modelNameProblem, scanRepository } from './model-directory.js';
+import { hasModelDirectory, missingModelMessage, modelNameProblem, scanRepository } from './model-directory.js';
 import {
   DEFAULT_MODEL_CONTROL,
   loadUnloadRefusal,
@@ -111,15 +111,29 @@ export class ModelManager {
     await this.unloadModel(name);
   }
 
-  /** (Re)loads a model, whatever the control mode (start-up, poller, cold start). */
+  /**
+   * (Re)loads a model, whatever the control mode (start-up, poller, cold
+   * start). A name with no directory is refused before anything is recorded,
+   * and a record whose directory vanished during its load is dropped again,
+   * so failed loads of made-up names (8 MiB of them, say) leave nothing in
+   * the index or in later messages.
+   */
   private async loadModel(name: string, coldStart = false): Promise<void> {
+    if (this.registry.get(name) === undefined && !(await hasModelDirectory(this.options.repository, name))) {
+      throw notFound(missingModelMessage(name));
+    }
     const record = this.registry.record(name);
-    await this.transition(record, () =>
-      this.loadSlots.with(() => {
-        if (this.closing) throw unavailable(`model ${echo(name)} is not loaded: the server is shutting down`);
-        return this.loader.load(name, record, coldStart);
-      }),
-    );
+    try {
+      await this.transition(record, () =>
+        this.loadSlots.with(() => {
+          if (this.closing) throw unavailable(`model ${echo(name)} is not loaded: the server is shutting down`);
+          return this.loader.load(name, record, coldStart);
+        }),
+      );
+    } catch (err) {
+      if (record.transitionsQueued === 0 && !(await hasModelDirectory(this.options.repository, name))) this.registry.forget(name);
+      throw err;
+    }
   }
 
   /** Unloads every version of a model once its in-flight requests finish, whatever the control mode. */
@@ -136,7 +150,7 @@ export class ModelManager {
       record.reason = 'unloaded';
       record.reasonVersion = '';
       this.registry.forgetStartupModel(name);
-      this.log.info({ model: name }, 'model unloaded');
+      this.log.info({ model: echoField(name) }, 'model unloaded');
     });
   }
 
@@ -205,12 +219,15 @@ export class ModelManager {
     const previous = record.transition;
     let finish!: () => void;
     record.transition = new Promise<void>((resolve) => (finish = resolve));
+    record.transitionsQueued += 1;
     await previous;
     try {
       await work();
     } finally {
+      record.transitionsQueued -= 1;
       finish();
       this.options.onStateChange?.();
     }
   }
 }
+

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { invalidArgument, notFound, unavailable } from '../common/serving-error.js';
-import { echo, echoField } from '../common/echo.js';
+import { echo, echoField, echoList } from '../common/echo.js';
 import type { ModelVersion } from './model-version.js';
 
 /** Triton's repository index states. */
@@ -35,6 +35,8 @@ export interface ModelRecord {
   reasonVersion: string;
   /** Serialises load/unload of this model. */
   transition: Promise<void>;
+  /** Loads and unloads running or waiting in `transition` (0: none; the record may then be forgotten). */
+  transitionsQueued: number;
   /** The cold-start reload of an evicted model, shared by the requests that wait for it. */
   reloading: Promise<void> | undefined;
   /** The model's tenant (config parameter `tenant`), once a load has read its config; undefined before. */
@@ -81,6 +83,7 @@ export class ModelRegistry {
         reason: '',
         reasonVersion: '',
         transition: Promise.resolve(),
+        transitionsQueued: 0,
         reloading: undefined,
         tenant: undefined,
       };
@@ -89,12 +92,24 @@ export class ModelRegistry {
     return record;
   }
 
+  /** Drops the record of a name whose load found no model directory: a failed load of nothing leaves nothing. */
+  forget(name: string): void {
+    const record = this.models.get(name);
+    if (record === undefined || record.versions.size > 0 || record.loading.length > 0 || this.startupModels.has(name)) return;
+    this.models.delete(name);
+  }
+
   names(): string[] {
     return [...this.models.keys()];
   }
 
   records(): ModelRecord[] {
     return [...this.models.values()];
+  }
+
+  /** Known names `visible` lets the caller see, in the order they became known (lazily: a message lists a few). */
+  private *visibleNames(visible: TenantFilter): Generator<string> {
+    for (const [name, record] of this.models) if (visible(record.tenant)) yield name;
   }
 
   /** Whether `name` is a model `visible` lets the caller see. */
@@ -122,8 +137,7 @@ export class ModelRegistry {
   resolve(name: string, version: string, visible: TenantFilter = ALL_TENANTS): ModelVersion {
     const record = this.models.get(name);
     if (record === undefined || !visible(record.tenant)) {
-      const available = [...this.models.entries()].filter(([, r]) => visible(r.tenant)).map(([n]) => n);
-      throw notFound(`model ${echo(name)} is not found; available models: ${available.join(', ') || '(none)'}`);
+      throw notFound(`model ${echo(name)} is not found; available models: ${echoList(this.visibleNames(visible))}`);
     }
     if (version === '') {
       // One pass, no allocation: this runs for every request that names no version.
@@ -131,7 +145,7 @@ export class ModelRegistry {
       for (const candidate of record.versions.values()) {
         if (candidate.state === 'READY' && (newest === undefined || candidate.version > newest.version)) newest = candidate;
       }
-      if (newest === undefined) throw unavailable(`model '${name}' is not ready (${describeState(record)})`);
+      if (newest === undefined) throw unavailable(`model ${echo(name)} is not ready (${describeState(record)})`);
       return newest;
     }
     if (!/^\d+$/.test(version)) {
@@ -140,9 +154,9 @@ export class ModelRegistry {
     const found = record.versions.get(Number(version));
     if (found === undefined) {
       const loaded = [...record.versions.keys()].sort((a, b) => a - b).join(', ') || 'none';
-      throw notFound(`model '${name}' version ${echoField(version)} is not found; loaded versions: ${loaded}`);
+      throw notFound(`model ${echo(name)} version ${echoField(version)} is not found; loaded versions: ${loaded}`);
     }
-    if (found.state !== 'READY') throw unavailable(`model '${name}' version ${version} is not ready (${found.state})`);
+    if (found.state !== 'READY') throw unavailable(`model ${echo(name)} version ${version} is not ready (${found.state})`);
     return found;
   }
 
@@ -169,7 +183,7 @@ export class ModelRegistry {
       record.reasonVersion = version.versionLabel;
     }
     this.log.info(
-      { model: name, model_version: version.versionLabel, tenant: version.tenant },
+      { model: echoField(name), model_version: version.versionLabel, tenant: version.tenant },
       'model evicted to make room (LRU)',
     );
     void version.unload(EVICTED_REASON).finally(() => this.onStateChange?.());

@@ -461,6 +461,23 @@ export class ModelVersion {
     if (this.stateValue === 'LOADING') await this.pool?.close();
   }
 
+  /**
+   * Gives the version up without waiting for anything (its load passed its
+   * time limit): it turns UNAVAILABLE with `reason`, its workers are told to
+   * stop (a worker stuck in native code never does; nothing waits for it),
+   * and everything it held in the ledgers is released now.
+   */
+  abandon(reason: string): void {
+    if (this.stateValue === 'UNLOADING' || this.stateValue === 'UNAVAILABLE') return;
+    this.stateValue = 'UNAVAILABLE';
+    this.reasonValue = reason;
+    void this.batcherValue?.stop().catch(() => undefined);
+    this.pool?.abandon();
+    void this.poolStarting?.then((generation) => generation.pool.abandon(), () => undefined);
+    void this.nativeValue?.close().catch(() => undefined);
+    this.memory.destroy();
+  }
+
   /** True when the version serves and no request runs on it: it may be evicted. */
   get idle(): boolean {
     return this.stateValue === 'READY' && this.inFlight === 0 && this.requests === 0 && this.restarting === undefined;

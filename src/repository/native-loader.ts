@@ -19,6 +19,7 @@
  *
  * Main thread only.
  */
+import { echoField } from '../common/echo.js';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { status } from '@grpc/grpc-js';
@@ -214,7 +215,7 @@ deps: NativeLoadDeps,
   }
   const memory = VersionMemory.forLoad(deps.memory, {
     tenant,
-    model: name,
+    model: echoField(name),
     version,
     estimateBytes: 0,
     hostFootprint: false,
@@ -232,7 +233,7 @@ deps: NativeLoadDeps,
     }
     return { note: onCpuNote(failureMessage(err)) };
   }
-  const fields = { model: name, model_version: String(version), tenant };
+  const fields = { model: echoField(name), model_version: String(version), tenant };
   const log = deps.logger.child(fields);
   let loaded: ModelVersion | undefined;
   const native = new VersionExecutor({

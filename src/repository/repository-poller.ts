@@ -13,6 +13,7 @@
  * the loads it started) finished, on an unref'ed timer so polling never keeps
  * the process alive. Main thread only.
  */
+import { echoField } from '../common/echo.js';
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -78,7 +79,7 @@ export class RepositoryPoller {
     for (const name of [...this.seen.keys()]) {
       if (present.has(name)) continue;
       this.seen.delete(name);
-      this.options.logger.info({ model: name }, 'repository poll: model removed from the repository; unloading');
+      this.options.logger.info({ model: echoField(name) }, 'repository poll: model removed from the repository; unloading');
       work.push(this.options.unload(name).catch(() => undefined));
     }
     for (const name of onDisk) {
@@ -86,7 +87,7 @@ export class RepositoryPoller {
       if (print === undefined || this.seen.get(name) === print) continue;
       const reload = this.seen.has(name);
       this.seen.set(name, print);
-      this.options.logger.info({ model: name }, reload ? 'repository poll: model changed; reloading' : 'repository poll: new model; loading');
+      this.options.logger.info({ model: echoField(name) }, reload ? 'repository poll: model changed; reloading' : 'repository poll: new model; loading');
       // Failures are recorded on the model (and logged) by the load itself.
       work.push(this.options.load(name).catch(() => undefined));
     }

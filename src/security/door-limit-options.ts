@@ -1,6 +1,6 @@
 /**
  * The serve flags of the doors' process-wide limits (security/door-limits.ts),
- * parsed with the command line's one message format per flag (cli-flags.ts).
+ * parsed with the command line's one message format per flag (common/flag-values.ts).
  */
 import { booleanFlag, byteSizeFlag, integerFlag } from '../common/flag-values.js';
 import { DOOR_LIMIT_DEFAULTS, type DoorLimits } from './door-limits.js';

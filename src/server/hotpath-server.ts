@@ -85,6 +85,10 @@ export interface ServerOptions extends AccessSettings {
   readonly accessLogSampleRate: number;
   readonly drainDelayMs: number;
   readonly drainTimeoutMs: number;
+  /** `--model-load-timeout` in ms: one model's load, warm-up and golden checks (repository/load-deadline.ts); 0 or absent: none. */
+  readonly modelLoadTimeoutMs?: number;
+  /** `--strict-readiness` (default true): ready only while every start-up model is; false: ready once serving. */
+  readonly strictReadiness?: boolean;
   readonly faultInjection: boolean;
   /** The arena's capacity: request buffers + model reservations, all tenants together. */
   readonly memoryCapacityBytes: number;
@@ -239,6 +243,7 @@ export class HotpathServer {
       deviceProbeIntervalMs: options.deviceProbeIntervalMs ?? 5000,
       onDeviceFallback: (version, reason) => this.metrics.countDeviceFallback(version.modelName, reason),
       autoCompleteConfig: options.autoCompleteConfig,
+      loadTimeoutMs: options.modelLoadTimeoutMs ?? 0,
       control: {
         mode: options.modelControlMode,
         startupModels: options.startupModels,
@@ -343,12 +348,22 @@ export class HotpathServer {
   }
 
   /**
-   * Ready: serving, every start-up model ready, and the device not lost. A
-   * lost device leaves the server answering on CPU but unready (degraded), so
-   * an orchestrator replaces the pod.
+   * Ready: serving, every start-up model ready (unless `--strict-readiness`
+   * is false), and the device not lost. A lost device leaves the server
+   * answering on CPU but unready (degraded), so an orchestrator replaces the pod.
    */
   isReady(): boolean {
-    return this.phase === 'serving' && this.models.allStartupModelsReady() && this.deviceHealth.lost === undefined;
+    const modelsReady = this.options.strictReadiness === false || this.models.allStartupModelsReady();
+    return this.phase === 'serving' && modelsReady && this.deviceHealth.lost === undefined;
+  }
+
+  /**
+   * Returns the host arena's fully free cached segments to the system (bytes
+   * returned): after a burst, so RSS comes back near its baseline (the
+   * addon's memory trimmer calls it once the burst is over).
+   */
+  releaseCachedMemory(): number {
+    return this.memory.arena.releaseCached();
   }
 
   /**

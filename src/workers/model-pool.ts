@@ -51,6 +51,19 @@ export interface WarmupReport {
   readonly warnings: readonly string[];
 }
 
+/**
+ * Pools whose workers were told to stop and have not all exited yet. A worker
+ * stuck inside onnxruntime's native code never exits, and Node's own
+ * process.exit() joins every worker thread, so while this is not empty only
+ * the addon's _exit ends the process (cli/shutdown.ts). Main thread only.
+ */
+const stoppingPools = new Set<ModelPool>();
+
+/** Pools with worker threads that were told to stop and are still running (0: process.exit() is safe). */
+export function poolsStillStopping(): number {
+  return stoppingPools.size;
+}
+
 export class ModelPool {
   private readonly piscina: Piscina<InferTask | DescribeTask, InferResult | InferFailure | ModelIoDescription>;
   /** Decoupled from piscina's events so waiting code never races a listener it has not attached yet. */
@@ -64,6 +77,8 @@ export class ModelPool {
   /** Each live worker's hello port, by thread id: how the pool asks it for its memory figures. */
   private readonly ports = new Map<number, MessagePort>();
   private nextStatsId = 1;
+  /** Set by `abandon()`. */
+  private abandoned = false;
   /** The native end batches reach this pool's workers through (warmUp with tensors creates it). */
   private targetValue: WorkerPoolTarget | undefined;
 
@@ -259,12 +274,48 @@ export class ModelPool {
 
   /** Finishes queued and running tasks, then stops every worker (and its session). */
   async close(): Promise<void> {
-    // A worker still waiting for its plan gets an empty one, so it can finish init and exit.
+    this.releaseWaiters();
+    await this.closeTarget();
+    stoppingPools.add(this);
+    try {
+      await this.piscina.close();
+    } finally {
+      stoppingPools.delete(this);
+    }
+    this.closePorts();
+  }
+
+  /**
+   * Stops every worker without waiting for any (a load that passed its time
+   * limit): a pending warm-up rejects at once, queued tasks fail, and each
+   * worker is terminated. One stuck in native code never exits; the pool
+   * then stays in `poolsStillStopping` for the life of the process.
+   */
+  abandon(): void {
+    // Once only: a second destroy() finds no workers and would settle at once,
+    // though the first one's stuck worker is still running.
+    if (this.abandoned) return;
+    this.abandoned = true;
+    this.releaseWaiters();
+    if (this.targetValue !== undefined && !this.targetValue.closed) this.targetValue.close();
+    stoppingPools.add(this);
+    void this.piscina.destroy().then(
+      () => {
+        stoppingPools.delete(this);
+        this.closePorts();
+      },
+      () => undefined,
+    );
+  }
+
+  /** A worker still waiting for its plan gets an empty one, so it can finish init and exit; a warm-up waiting rejects. */
+  private releaseWaiters(): void {
     this.plan ??= { samples: [], delayMs: 0 };
     for (const port of this.waitingForPlan.splice(0)) port.postMessage(this.plan);
     this.events.emit('closed');
-    await this.closeTarget();
-    await this.piscina.close();
+  }
+
+  private closePorts(): void {
     for (const port of this.ports.values()) port.close();
     this.ports.clear();
   }

@@ -5,12 +5,23 @@
 
 import { create } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { boundMessage, echo, echoField, ECHO_MAX_CHARS, MESSAGE_MAX_CHARS } from '../../src/common/echo.js';
+import { boundMessage, echo, echoField, echoList, ECHO_MAX_CHARS, LIST_MAX_NAMES, MESSAGE_MAX_CHARS } from '../../src/common/echo.js';
 import { invalidArgument, toServiceError } from '../../src/common/serving-error.js';
 import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
 import { DataType, ModelConfigSchema } from '../../src/generated/model_config_pb.js';
 import { prepareInference } from '../../src/tensor/infer-request.js';
 import { signatureFromConfig } from '../../src/tensor/model-signature.js';
+
+describe('echoList', () => {
+  it('names at most LIST_MAX_NAMES, each escaped and cut, and counts the rest', () => {
+    expect(echoList([])).toBe('(none)');
+    expect(echoList(['a', 'b\n'])).toBe('a, b\\n');
+    const names = Array.from({ length: LIST_MAX_NAMES + 5 }, (_, i) => `m${i}`);
+    expect(echoList(names)).toBe(`${names.slice(0, LIST_MAX_NAMES).join(', ')}, … (+5 more)`);
+    const huge = echoList(['x'.repeat(8 * 1024 * 1024), '\u202e']);
+    expect(huge).toBe(`${'x'.repeat(ECHO_MAX_CHARS)}…(+${8 * 1024 * 1024 - ECHO_MAX_CHARS} chars), \\u202E`);
+  });
+});
 
 describe('echo', () => {
   it('quotes a short name unchanged', () => {
