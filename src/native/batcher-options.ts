@@ -8,7 +8,7 @@
 import { invalid } from './arena-options.js';
 import { NativeError } from './native-error.js';
 import type { RawBatcherConfig, RawQueuePolicy } from './batcher-binding-types.js';
-import type { BatcherInputSpec, BatcherOptions, EnqueueRequest, QueuePolicyOptions, SealedBatch } from './batcher-types.js';
+import type { BatcherInputSpec, BatcherOptions, EnqueueRequest, QueuePolicyOptions, SealedBatch, ValidatedEnqueue } from './batcher-types.js';
 
 const u32Max = 0xffff_ffff;
 /** The core's bound on configured durations (about 11.6 days). */
@@ -149,15 +149,13 @@ export function fillBatcherOptions(options: BatcherOptions): FilledBatcherOption
   };
 }
 
-/** What batcherEnqueue needs after the checks. */
-export interface CheckedRequest {
-  readonly rows: number;
-  readonly priority: number;
-  readonly timeoutUs: number;
-  readonly deadlineUs: number | null;
-  readonly inputs: readonly Uint8Array[];
-  readonly dims: readonly (readonly number[])[];
+/** A deadline given as ms remaining, in the binding's µs (clamped to [0, 10^12]). */
+export function deadlineMicroseconds(deadlineMs: number): number {
+  return Math.min(maxMicroseconds, Math.max(0, Math.round(deadlineMs * 1000)));
 }
+
+/** What batcherEnqueue needs after the checks: a validated request, its deadline in µs (null: none). */
+export type CheckedRequest = Omit<ValidatedEnqueue, 'deadlineMs'> & { readonly deadlineUs: number | null };
 
 function bad(model: string, message: string): NativeError {
   return new NativeError('INVALID_ARGUMENT', `model '${model}': ${message}`, 'enqueue');
@@ -182,7 +180,7 @@ export function checkEnqueue(options: FilledBatcherOptions, request: EnqueueRequ
   let deadlineUs: number | null = null;
   if (deadlineMs !== undefined) {
     if (typeof deadlineMs !== 'number' || Number.isNaN(deadlineMs)) throw bad(model, `deadlineMs: expected a number, got ${String(deadlineMs)}`);
-    deadlineUs = Math.min(maxMicroseconds, Math.max(0, Math.round(deadlineMs * 1000)));
+    deadlineUs = deadlineMicroseconds(deadlineMs);
   }
   const specs = options.inputs;
   if (!Array.isArray(inputs) || inputs.length !== specs.length) {

@@ -57,7 +57,7 @@ import {
   type RawRejectedRequest,
 } from './batcher-binding-types.js';
 import { BatcherRejection, rejectionCodes } from './batcher-errors.js';
-import { checkEnqueue, fillBatcherOptions, type CheckedRequest, type FilledBatcherOptions } from './batcher-options.js';
+import { checkEnqueue, deadlineMicroseconds, fillBatcherOptions, type CheckedRequest, type FilledBatcherOptions } from './batcher-options.js';
 import type {
   BatchedRequest,
   BatcherOptions,
@@ -272,8 +272,7 @@ export class Batcher {
     if (this.#stopping !== undefined) {
       return Promise.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), callSiteOf(this.enqueueValidated)));
     }
-    const deadlineMs = request.deadlineMs;
-    const deadlineUs = deadlineMs === undefined ? null : Math.min(1e12, Math.max(0, Math.round(deadlineMs * 1000)));
+    const deadlineUs = request.deadlineMs === undefined ? null : deadlineMicroseconds(request.deadlineMs);
     return this.#submit({ ...request, deadlineUs }, this.enqueueValidated);
   }
 
