@@ -13,22 +13,13 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleRepository } from './helpers/repositories.js';
 import { startServer, type RunningServer } from './helpers/server-process.js';
+import { CLIENT_PREFACE as PREFACE, http2Frame as frame } from '../helpers/http2-frames.js';
 
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const HEADERS = 0x1;
 const DATA = 0x0;
 const RST_STREAM = 0x3;
 const SETTINGS = 0x4;
 const GOAWAY = 0x7;
-
-function frame(type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer {
-  const header = Buffer.alloc(9);
-  header.writeUIntBE(payload.length, 0, 3);
-  header[3] = type;
-  header[4] = flags;
-  header.writeUInt32BE(stream, 5);
-  return Buffer.concat([header, payload]);
-}
 
 /** HPACK "literal header field without indexing, new name", lengths under 127. */
 function literal(name: string, value: string): Buffer {

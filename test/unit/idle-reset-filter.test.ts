@@ -5,17 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { IdleStreamFrameFilter } from '../../src/server/idle-reset-filter.js';
+import { CLIENT_PREFACE as PREFACE, http2Frame } from '../helpers/http2-frames.js';
 
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
-function frame(type: number, stream: number, payload: Buffer = Buffer.alloc(0), flags = 0): Buffer {
-  const header = Buffer.alloc(9);
-  header.writeUIntBE(payload.length, 0, 3);
-  header[3] = type;
-  header[4] = flags;
-  header.writeUInt32BE(stream, 5);
-  return Buffer.concat([header, payload]);
-}
+/** A frame, in the argument order these cases read best in. */
+const frame = (type: number, stream: number, payload: Buffer = Buffer.alloc(0), flags = 0) => http2Frame(type, flags, stream, payload);
 
 const SETTINGS = frame(0x4, 0);
 const rst = (stream: number) => frame(0x3, stream, Buffer.from([0, 0, 0, 8]));
