@@ -65,6 +65,10 @@ export interface InferShape {
   readonly width: number;
 }
 
+/** The sample models' one-row requests (models/): what the suites and write-request-body.ts send. */
+export const CTR_SHAPE: InferShape = { model: 'ctr_mlp', input: 'features', output: 'score', rows: 1, width: 32 };
+export const RANKER_SHAPE: InferShape = { model: 'ranker_mlp', input: 'features', output: 'score', rows: 1, width: 256 };
+
 /** `count` distinct encoded FP32 ModelInfer requests with seeded random rows. */
 export function encodeInferRequests(shape: InferShape, count: number, seed: number): Buffer[] {
   const uniform = seededUniform(seed);

@@ -8,12 +8,9 @@
 import { writeFileSync } from 'node:fs';
 
 import { grpcFrame } from './grpc-frames.js';
-import { encodeInferRequests, type InferShape } from './infer-client.js';
+import { CTR_SHAPE, encodeInferRequests, RANKER_SHAPE, type InferShape } from './infer-client.js';
 
-const SHAPES: Readonly<Record<string, InferShape>> = {
-  ctr_mlp: { model: 'ctr_mlp', input: 'features', output: 'score', rows: 1, width: 32 },
-  ranker_mlp: { model: 'ranker_mlp', input: 'features', output: 'score', rows: 1, width: 256 },
-};
+const SHAPES: Readonly<Record<string, InferShape>> = { ctr_mlp: CTR_SHAPE, ranker_mlp: RANKER_SHAPE };
 
 const [model, file, name] = process.argv.slice(2);
 const shape = model === undefined ? undefined : SHAPES[model];

@@ -22,7 +22,7 @@ import { atExit, Child, killAllChildren } from '../load/child-process.js';
 import type { EchoConfig } from '../load/echo-server-process.js';
 import { grpcFrame, MODEL_INFER_PATH } from '../load/grpc-frames.js';
 import { h2loadVersion, runH2load } from '../load/h2load.js';
-import { checkInferResponse, connect, encodeInferRequests, modelStatistics, waitForReady, type InferShape } from '../load/infer-client.js';
+import { checkInferResponse, connect, CTR_SHAPE, encodeInferRequests, modelStatistics, RANKER_SHAPE, waitForReady, type InferShape } from '../load/infer-client.js';
 import { hasDynamicBatching, instanceCount, maxQueueDelayUs, readModel, renameModel, withoutDynamicBatching, writeTempRepository } from '../load/model-repository.js';
 import { startServer } from '../load/server-process.js';
 import { closedPoint, rawOrtPoints, type LoadTarget, type PointSettings } from '../load/trials.js';
@@ -33,8 +33,8 @@ import { renderServeSvg } from '../report/serve-svg.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './suite.js';
 
 const ECHO = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'load', 'echo-server-process.js');
-const CTR: InferShape = { model: 'ctr_mlp', input: 'features', output: 'score', rows: 1, width: 32 };
-const RANKER: InferShape = { model: 'ranker_mlp', input: 'features', output: 'score', rows: 1, width: 256 };
+const CTR: InferShape = CTR_SHAPE;
+const RANKER: InferShape = RANKER_SHAPE;
 const UNBATCHED = 'ctr_mlp_nb';
 /** The server's default, passed explicitly so the raw contender provably matches it. */
 const INTRA_OP_THREADS = 1;

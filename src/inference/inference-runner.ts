@@ -21,7 +21,7 @@ import { scopeFailure, visibleTo } from '../security/caller.js';
 import type { DriftChecks } from '../datachecks/drift/drift-checks.js';
 import type { ResponseCache } from '../datachecks/cache/response-cache.js';
 import type { InferContext, InferencePath } from './infer-context.js';
-import { VersionPlans, type ArchiveSink } from './version-plan.js';
+import { archiveEntry, VersionPlans, type ArchiveSink, type VersionCall } from './version-plan.js';
 
 export type { InferContext, InferencePath, RequestContext } from './infer-context.js';
 
@@ -79,6 +79,7 @@ export class InferenceRunner implements InferencePath {
   async infer(request: ModelInferRequest, context: InferContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
     const started = process.hrtime.bigint();
     const elapsedNs = () => Number(process.hrtime.bigint() - started);
+    const call: VersionCall = { request, context, method, elapsedNs };
     this.inflight += 1;
     let version: ModelVersion | undefined;
     let release: AdmissionRelease | undefined;
@@ -93,7 +94,7 @@ export class InferenceRunner implements InferencePath {
       release = shadow ? undefined : this.options.limits?.admit(version.tenant);
       const plan = this.plans.of(version);
       planned = true;
-      const response = await (shadow ? plan.shadow : plan.serve)({ request, context, method, elapsedNs });
+      const response = await (shadow ? plan.shadow : plan.serve)(call);
       if (this.options.accessLog.sampleSuccess()) {
         this.options.accessLog.recordSampledSuccess({
           ...this.describe(request, context, method, version, elapsedNs()),
@@ -109,33 +110,13 @@ export class InferenceRunner implements InferencePath {
         code: failure.code,
         error: failure.details,
       });
-      if (!planned && context.shadow !== true) this.archiveRefusal(request, context, version, elapsedNs(), failure.code, failure.details);
+      // Refused before a plan ran (unknown model, draining, a tenant limit): the runner archives it.
+      if (!planned && context.shadow !== true) this.options.archive?.record(archiveEntry(call, version, failure.code, undefined, failure.details));
       throw scopeFailure(err, context.caller);
     } finally {
       release?.();
       this.inflight -= 1;
     }
-  }
-
-  /** A request refused before its version's plan ran (unknown model, draining, a tenant limit), to the payload archive. */
-  private archiveRefusal(
-    request: ModelInferRequest,
-    context: InferContext,
-    version: ModelVersion | undefined,
-    latencyNs: number,
-    statusCode: number,
-    statusMessage: string,
-  ): void {
-    this.options.archive?.record({
-      request,
-      statusCode,
-      statusMessage,
-      requestId: context.requestId,
-      model: version?.modelName ?? request.modelName,
-      version: version?.versionLabel ?? request.modelVersion,
-      latencyNs,
-      modelParameters: version?.config.parameters,
-    });
   }
 
   private describe(

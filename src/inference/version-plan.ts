@@ -119,27 +119,41 @@ function driftStep(tap: (request: VersionCall['request'], response: ModelInferRe
 
 /** Each answered request, failures included, is offered to the payload archive (sampled, queued; never blocks). */
 function archiveStep(archive: ArchiveSink, version: PlannedVersion): VersionWrapper {
-  const entry = (call: VersionCall, statusCode: number, response?: ModelInferResponse, statusMessage?: string): ArchiveEntry => ({
-    request: call.request,
-    response,
-    statusCode,
-    statusMessage,
-    requestId: call.context.requestId,
-    model: version.modelName,
-    version: version.versionLabel,
-    latencyNs: call.elapsedNs(),
-    modelParameters: version.config.parameters,
-  });
   return (next) => async (call) => {
     let response: ModelInferResponse;
     try {
       response = await next(call);
     } catch (err) {
       const { kind, message } = classifyError(err);
-      archive.record(entry(call, grpcStatusOf(kind), undefined, message));
+      archive.record(archiveEntry(call, version, grpcStatusOf(kind), undefined, message));
       throw err;
     }
-    archive.record(entry(call, 0, response));
+    archive.record(archiveEntry(call, version, 0, response));
     return response;
+  };
+}
+
+/**
+ * The payload archive's record of one call's outcome: the plan's archive step
+ * writes every answered request of a version, the runner the requests refused
+ * before a plan ran (`version` undefined when no model was resolved).
+ */
+export function archiveEntry(
+  call: VersionCall,
+  version: PlannedVersion | undefined,
+  statusCode: number,
+  response?: ModelInferResponse,
+  statusMessage?: string,
+): ArchiveEntry {
+  return {
+    request: call.request,
+    response,
+    statusCode,
+    statusMessage,
+    requestId: call.context.requestId,
+    model: version?.modelName ?? call.request.modelName,
+    version: version?.versionLabel ?? call.request.modelVersion,
+    latencyNs: call.elapsedNs(),
+    modelParameters: version?.config.parameters,
   };
 }

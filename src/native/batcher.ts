@@ -247,9 +247,8 @@ export class Batcher {
    * INVALID_ARGUMENT for a request the binding cannot read.
    */
   enqueue(request: EnqueueRequest): Promise<SealedSlice> {
-    if (this.#stopping !== undefined) {
-      return Promise.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), callSiteOf(this.enqueue)));
-    }
+    const stopped = this.#refuseIfStopped(this.enqueue);
+    if (stopped !== undefined) return stopped;
     let checked;
     try {
       checked = checkEnqueue(this.#options, request);
@@ -269,11 +268,16 @@ export class Batcher {
    * written out of bounds.
    */
   enqueueValidated(request: ValidatedEnqueue): Promise<SealedSlice> {
-    if (this.#stopping !== undefined) {
-      return Promise.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), callSiteOf(this.enqueueValidated)));
-    }
+    const stopped = this.#refuseIfStopped(this.enqueueValidated);
+    if (stopped !== undefined) return stopped;
     const deadlineUs = request.deadlineMs === undefined ? null : deadlineMicroseconds(request.deadlineMs);
     return this.#submit({ ...request, deadlineUs }, this.enqueueValidated);
+  }
+
+  /** After stop(): the SHUTDOWN refusal, its stack at the caller of `caller`; undefined while running. */
+  #refuseIfStopped(caller: (...args: never[]) => unknown): Promise<SealedSlice> | undefined {
+    if (this.#stopping === undefined) return undefined;
+    return Promise.reject(withCallSite(this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0), callSiteOf(caller)));
   }
 
   #submit(checked: CheckedRequest, caller: (...args: never[]) => unknown): Promise<SealedSlice> {

@@ -177,11 +177,6 @@ export class ServerMetrics {
     return this.registry.metrics();
   }
 
-  /** A request answered successfully by `version`. */
-  observeSuccess(version: MetricsVersion, totalMs: number, timing: WorkerTiming): void {
-    this.forVersion(version).observeSuccess(totalMs, timing);
-  }
-
   /** One model execution of `rows` rows. */
   observeExecution(version: MetricsVersion, rows: number): void {
     this.forVersion(version).observeExecution(rows);

@@ -311,6 +311,7 @@ describe.each(addonBuilds)('$kind build: batcher', (build) => {
     expect((await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: -5, inputs: [rowsOf(1)], dims: [[4]] }))).reason).toBe('DEADLINE_EXCEEDED');
     expect(batches).toHaveLength(1);
     await batcher.stop();
+    expect((await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1)], dims: [[4]] }))).reason).toBe('SHUTDOWN');
     expect(arena.stats().allocated).toBe(0);
     arena.close();
   });

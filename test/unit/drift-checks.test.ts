@@ -72,7 +72,7 @@ describe('DriftChecks', () => {
       // 10 requests of 50 rows: the window keeps the last 200, all shifted.
       for (let seed = 100; seed < 110; seed++) {
         const { request, response } = exchange(seed, seed < 106 ? 0 : 1);
-        checks.record(version, request, response);
+        checks.tapFor(version)?.(request, response);
       }
       await until(() => checks.gauges().states.length > 0);
       expect(checks.gauges().states).toEqual([{ model: 'm', version: '1', state: 2 }]);
@@ -115,7 +115,7 @@ describe('DriftChecks', () => {
       // 4 shifted requests (200 rows) recorded, then 2 minutes pass: they fall out of the window.
       for (let seed = 200; seed < 204; seed++) {
         const { request, response } = exchange(seed, 1);
-        checks.record(version, request, response);
+        checks.tapFor(version)?.(request, response);
       }
       await until(() => (checks.report('m')[0]?.window_rows ?? 0) === 200);
       expect(checks.report('m')[0]).toMatchObject({ window_rows: 200 });
@@ -124,7 +124,7 @@ describe('DriftChecks', () => {
       // 4 unshifted requests now: the window holds only them, and the state is ok.
       for (let seed = 300; seed < 304; seed++) {
         const { request, response } = exchange(seed, 0);
-        checks.record(version, request, response);
+        checks.tapFor(version)?.(request, response);
       }
       await until(() => checks.gauges().states.length > 0);
       expect(checks.report('m')[0]).toMatchObject({ window_rows: 200, state: 'ok' });
@@ -138,7 +138,10 @@ describe('DriftChecks', () => {
   it('ignores models that do not turn drift on', async () => {
     const checks = new DriftChecks({ logger: pino({ level: 'silent' }), modelDir: (model) => path.join(dir, model) });
     const { request, response } = exchange(0, 0);
-    checks.record({ modelName: 'm', versionLabel: '1', config: { parameters: {} } }, request, response);
+    // No tap at all: the version's request path leaves drift out.
+    const tap = checks.tapFor({ modelName: 'm', versionLabel: '1', config: { parameters: {} } });
+    expect(tap).toBeUndefined();
+    tap?.(request, response);
     await new Promise((resolve) => setImmediate(resolve));
     expect(checks.report('m')).toEqual([]);
     await checks.close();

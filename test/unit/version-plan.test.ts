@@ -16,7 +16,7 @@ import {
   type ModelInferResponse,
 } from '../../src/generated/grpc_service_pb.js';
 import { DataType, ModelConfigSchema } from '../../src/generated/model_config_pb.js';
-import { composePlan, type VersionCall, type VersionStep } from '../../src/inference/version-plan.js';
+import { archiveEntry, composePlan, type VersionCall, type VersionStep } from '../../src/inference/version-plan.js';
 import { markRouteAnswer } from '../../src/inference/routing/route-answers.js';
 import { ResponseCache } from '../../src/datachecks/cache/response-cache.js';
 import { InferenceStatistics } from '../../src/repository/inference-statistics.js';
@@ -147,5 +147,16 @@ describe('the drift and archive taps', () => {
     });
     await plan.shadow(call(request('s')));
     expect(taps).toBe(0);
+  });
+});
+
+describe('archiveEntry', () => {
+  it('names the resolved version, or the request\'s model and version when none was resolved (a refusal before the plan)', () => {
+    const r = create(ModelInferRequestSchema, { id: 'x', modelName: 'nope', modelVersion: '7' });
+    expect(archiveEntry(call(r), undefined, 5, undefined, "model 'nope' is not found")).toMatchObject({
+      model: 'nope', version: '7', statusCode: 5, statusMessage: "model 'nope' is not found", requestId: 'x', latencyNs: 1000, modelParameters: undefined,
+    });
+    const version = versionWith({ parameters: { hotpath_archive_sample_rate: '0.5' } });
+    expect(archiveEntry(call(r), version, 0)).toMatchObject({ model: 'ctr', version: '1', statusCode: 0, modelParameters: version.config.parameters });
   });
 });

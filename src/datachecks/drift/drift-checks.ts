@@ -165,11 +165,6 @@ export class DriftChecks {
     this.now = options.now ?? Date.now;
   }
 
-  /** The request path: an answered request of `version`. Never throws, never blocks. */
-  record(version: DriftVersion, request: ModelInferRequest, response: ModelInferResponse): void {
-    this.tapFor(version)?.(request, response);
-  }
-
   /**
    * What the request path calls with each answered request of `version`, its
    * drift settings read once (a config problem is logged once, here);
