@@ -25,6 +25,9 @@
 import { invalidArgument } from '../common/serving-error.js';
 import { echo } from '../common/echo.js';
 
+/** Decodes the (bounded) names refusals quote; one for the module, not one per name. */
+const NAMES = new TextDecoder();
+
 /** The bounds the scan enforces; documented in the README's security section. */
 export const PRESCAN_LIMITS = {
   inputs: 4096,
@@ -175,7 +178,7 @@ function scanInput(r: Reader, index: number, typedLeft: number): InputScan {
     const wire = tag & 7;
     if (field === 1 && wire === WIRE_LEN) {
       const [start, end] = r.len();
-      input.name = new TextDecoder().decode(r.buf.subarray(start, Math.min(end, start + 256)));
+      input.name = NAMES.decode(r.buf.subarray(start, Math.min(end, start + 256)));
     } else if (field === 3 && wire === WIRE_VARINT) {
       pushDim(input, r.varint());
     } else if (field === 3 && wire === WIRE_LEN) {
@@ -272,7 +275,7 @@ function scanOutput(r: Reader, index: number): void {
     const wire = tag & 7;
     if (field === 1 && wire === WIRE_LEN) {
       const [start, end] = r.len();
-      name = new TextDecoder().decode(r.buf.subarray(start, Math.min(end, start + 256)));
+      name = NAMES.decode(r.buf.subarray(start, Math.min(end, start + 256)));
     } else if (field === 2 && wire === WIRE_LEN) {
       r.len();
       parameters = bounded(parameters + 1, PRESCAN_LIMITS.parameters, `output ${echo(name)}: parameters`, 'entries');
