@@ -1,4 +1,5 @@
-// Native test runner; `npm test` runs it before vitest.
+// Native test runner. `npm test` runs ctest:default and addon:cmake before
+// vitest; `npm run test:full` runs ctest:cpu, ctest:asan and addon:gyp first.
 //
 // Steps (each in its own build directory, incremental, -j2):
 //   ctest:default  build-tests/default  CUDA backend if nvcc is found
@@ -14,9 +15,9 @@
 // the failed steps' output is printed after the results table.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
-import { buildCmakeAddon, buildGypAddon, findCmake, jobs, probeAddon, addonPaths, root, run, tail } from './build-common.mjs';
+import { buildCmakeAddon, buildGypAddon, findCmake, jobs, probeAddon, addonPaths, root, tail, verbose } from './build-common.mjs';
 
 const sanitizerEnv = {
   ASAN_OPTIONS: 'detect_leaks=1:protect_shadow_gap=0',
@@ -58,19 +59,65 @@ function ctestSummary(output) {
   return `${count} tests: ${parts.join(', ')}`;
 }
 
-function ctestStep({ dir, defines, env = {} }) {
+/** Seconds between progress lines while a build or a test run is going. */
+const PROGRESS_EVERY_S = 10;
+/** Whether the current step printed a progress line (its result then starts a line of its own). */
+let progressPrinted = false;
+
+/**
+ * Runs a command like build-common's `run`, but without blocking, so a long
+ * build can report progress: every PROGRESS_EVERY_S it prints the latest
+ * "[done/total]" counter the tool wrote (ninja's "[12/48]", make's "[ 25%]",
+ * ctest's "12/24 Test"), one line each, so a CI log shows a build moving
+ * rather than minutes of silence. Output is kept for the failure report.
+ * @returns {Promise<{ok: boolean, output: string, why: string}>}
+ */
+function runWithProgress(step, phase, command, args, { env = {} } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = Date.now();
+    let output = '';
+    let latest = '';
+    const take = (chunk) => {
+      const text = chunk.toString('utf8');
+      output += text;
+      if (verbose) process.stdout.write(text);
+      const counters = [...text.matchAll(/^\s*(\[\s*\d+\/\d+\]|\[\s*\d+%\]|\d+\/\d+ Test)/gm)];
+      if (counters.length > 0) latest = counters[counters.length - 1][1].replace(' Test', '').replace(/\s+/g, '');
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    const ticker = setInterval(() => {
+      const seconds = Math.round((Date.now() - started) / 1000);
+      process.stdout.write(`\nnative: ${step} ${phase} ${latest || '(starting)'} ${seconds}s`);
+      progressPrinted = true;
+    }, PROGRESS_EVERY_S * 1000);
+    const finish = (result) => {
+      clearInterval(ticker);
+      resolve(result);
+    };
+    child.on('error', (error) => finish({ ok: false, output, why: `${command}: ${error.message}` }));
+    child.on('close', (code, signal) => {
+      if (code === 0) return finish({ ok: true, output, why: '' });
+      const how = signal ? `signal ${signal}` : `exit code ${code}`;
+      finish({ ok: false, output, why: `${path.basename(command)} ${phase} failed (${how})` });
+    });
+  });
+}
+
+async function ctestStep(step, { dir, defines, env = {} }) {
   const buildDir = path.join(root, dir);
   let output = '';
   if (!existsSync(path.join(buildDir, 'CMakeCache.txt'))) {
     const generator = ninja ? ['-G', 'Ninja'] : [];
-    const configure = run('cmake', ['-S', root, '-B', buildDir, ...generator, '-DHOTPATH_BUILD_TESTS=ON', '-DHOTPATH_WERROR=ON', ...defines]);
+    const configure = await runWithProgress(step, 'configure', 'cmake', ['-S', root, '-B', buildDir, ...generator, '-DHOTPATH_BUILD_TESTS=ON', '-DHOTPATH_WERROR=ON', ...defines]);
     output += configure.output;
     if (!configure.ok) return { ...configure, output, detail: 'configure failed' };
   }
-  const build = run('cmake', ['--build', buildDir, '--parallel', jobs]);
+  const build = await runWithProgress(step, 'build', 'cmake', ['--build', buildDir, '--parallel', jobs]);
   output += build.output;
   if (!build.ok) return { ...build, output, detail: 'build failed' };
-  const test = run('ctest', ['--test-dir', buildDir, '--output-on-failure', '--parallel', jobs], { env });
+  const test = await runWithProgress(step, 'test', 'ctest', ['--test-dir', buildDir, '--output-on-failure', '--parallel', jobs], { env });
   output += test.output;
   return { ...test, output, detail: ctestSummary(test.output) };
 }
@@ -93,11 +140,13 @@ const results = [];
 const startedAll = Date.now();
 for (const step of steps) {
   process.stdout.write(`native: ${step} ...`);
+  progressPrinted = false;
   const started = Date.now();
-  const result = step.startsWith('ctest:') ? ctestStep(ctestSteps[step]) : addonStep(step.slice('addon:'.length));
+  const result = step.startsWith('ctest:') ? await ctestStep(step, ctestSteps[step]) : addonStep(step.slice('addon:'.length));
   const seconds = (Date.now() - started) / 1000;
   results.push({ step, seconds, ...result });
-  process.stdout.write(` ${result.ok ? 'ok' : 'FAILED'} (${seconds.toFixed(1)}s)\n`);
+  const resultLine = ` ${result.ok ? 'ok' : 'FAILED'} (${seconds.toFixed(1)}s)\n`;
+  process.stdout.write(progressPrinted ? `\nnative: ${step}${resultLine}` : resultLine);
 }
 
 const width = Math.max(...results.map((r) => r.step.length));

@@ -3,7 +3,7 @@
  * declared inputs is refused INVALID_ARGUMENT before it is decoded
  * (server/infer-request-prescan.ts), with the field, the limit and the count
  * named. 32 MB of empty `bytes_contents` entries from a keyed client is
- * refused in well under a second with a bounded RSS rise; so is the same
+ * refused about as fast as a plain message of its size travels, with a bounded RSS rise; so is the same
  * flood under a shape that declares it, and on a stream the request is
  * answered with the error while the stream stays open.
  */
@@ -44,6 +44,15 @@ async function transferBaselineMs(bytes: number): Promise<number> {
   return outcome.ms;
 }
 
+/**
+ * The most a refusal may take against a plain message's transfer measured just
+ * before it. Decoding 16 Mi entries would also show in the RSS bound (each entry
+ * is an object); the time bound is generous because vitest runs several files
+ * at once on 2 cores and one transfer is a noisy baseline. The figures for the
+ * closing note are the logged ones.
+ */
+const REFUSAL_BOUND = (baselineMs: number) => 3 * Math.max(500, baselineMs);
+
 /** InferTensorContents of `count` empty bytes_contents entries (2 bytes each on the wire). */
 const emptyEntries = (count: number) => Buffer.alloc(count * 2, Buffer.from([0x42, 0x00]));
 
@@ -67,7 +76,7 @@ afterAll(async () => {
 });
 
 describe('bounded decoding of ModelInfer', () => {
-  it('32 MB of empty bytes_contents under shape [1]: refused in < 0.5 s beyond the transfer, RSS rise < 100 MB', async () => {
+  it('32 MB of empty bytes_contents under shape [1]: refused within 3x a plain 32 MiB transfer, RSS rise < 100 MB', async () => {
     const entries = 16 * 1024 * 1024;
     const baseline = await transferBaselineMs(32 * MiB);
     const message = inferRequestBytes('text', { name: 'INPUT0', datatype: 'BYTES', shape: [1], contents: emptyEntries(entries) });
@@ -79,7 +88,7 @@ describe('bounded decoding of ModelInfer', () => {
     console.log(
       `32 MB empty entries, shape [1]: refused in ${outcome.ms.toFixed(0)} ms (a plain 32 MiB message: ${baseline.toFixed(0)} ms), RSS rise ${(rise / MiB).toFixed(1)} MiB`,
     );
-    expect(outcome.ms).toBeLessThan(Math.max(500, baseline) + 500);
+    expect(outcome.ms).toBeLessThan(REFUSAL_BOUND(baseline));
     expect(rise).toBeLessThan(100 * MiB);
   }, 30_000);
 
@@ -97,7 +106,7 @@ describe('bounded decoding of ModelInfer', () => {
     console.log(
       `32 MB empty entries, shape [${entries}]: refused in ${outcome.ms.toFixed(0)} ms (a plain 32 MiB message: ${baseline.toFixed(0)} ms), RSS rise ${(rise / MiB).toFixed(1)} MiB`,
     );
-    expect(outcome.ms).toBeLessThan(Math.max(500, baseline) + 500);
+    expect(outcome.ms).toBeLessThan(REFUSAL_BOUND(baseline));
     expect(rise).toBeLessThan(100 * MiB);
   }, 30_000);
 

@@ -1,6 +1,7 @@
 // Which addon builds exist in this checkout, for the native test files.
-// `npm test` runs native/run-native-tests.mjs first, which builds both; a
-// build that is missing is reported as a skipped test, never as a pass.
+// `npm install` builds the cmake-js addon and `npm run test:full` also the
+// node-gyp one (native/run-native-tests.mjs); a build that is missing is
+// reported as a skipped test, never as a pass.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
