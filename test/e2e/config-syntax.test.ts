@@ -1,0 +1,88 @@
+/**
+ * A config.pbtxt with a syntax error fails its model with the file, line and
+ * column, even when the error is inside a field hotpath does not know; a
+ * well-formed unknown field is skipped with a warning and everything after it
+ * still applies (issue 23, item 2).
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeIdentityModel } from '../../models/lib/fixture-models.js';
+import { tempRepository } from './helpers/repositories.js';
+import type { Message } from './helpers/triton-client.js';
+import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
+
+let served: ServedRepository;
+
+/** A config that sets more than auto-complete would: max_batch_size 64 and dynamic batching. */
+const config = (name: string, insertAfterName = '', append = ''): string =>
+  [
+    `name: "${name}"`,
+    insertAfterName,
+    'max_batch_size: 64',
+    'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+    'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+    'dynamic_batching { max_queue_delay_microseconds: 100 }',
+    append,
+  ].join('\n');
+
+beforeAll(async () => {
+  served = await serveRepository(tempRepository(async (dir) => {
+    const models: Record<string, string> = {
+      // The typo opens a block that is never closed: the rest of the file is inside it.
+      typo_block: config('typo_block', 'platfrom_typo {'),
+      trailing_garbage: config('trailing_garbage', '', 'garbage {{{'),
+      bad_inside_unknown: config('bad_inside_unknown', 'future_option { depth: }'),
+      unknown_closed: config('unknown_closed', 'platfrom_typo { level: 2 }'),
+    };
+    for (const [name, text] of Object.entries(models)) {
+      await writeIdentityModel(dir, { name, dtype: 'FP32', maxBatchSize: 4, withConfig: false });
+      await writeFile(path.join(dir, name, 'config.pbtxt'), text);
+    }
+  }));
+});
+
+afterAll(() => served?.close());
+
+async function indexEntry(name: string): Promise<Message> {
+  const { models } = await served.client.call('RepositoryIndex', {});
+  return models.find((m: Message) => m['name'] === name);
+}
+
+describe('config.pbtxt syntax errors', () => {
+  it('fail a model whose typo opens a block that swallows the rest, at the end of input, naming the open brace', async () => {
+    const entry = await indexEntry('typo_block');
+    expect(entry).toMatchObject({ state: 'UNAVAILABLE' });
+    expect(entry['reason']).toMatch(
+      /typo_block[/\\]config\.pbtxt:6:55: unexpected end of input, expected "}" to close the "\{" at line 2, column 15/,
+    );
+    const err = await served.client.callError('ModelInfer', { model_name: 'typo_block' });
+    expect(err.code).toBe(grpc.status.UNAVAILABLE);
+    expect(err.details).toMatch(/model 'typo_block' is not ready \(UNAVAILABLE: .*config\.pbtxt:6:55: unexpected end of input/);
+    const failed = served.server.logs.find((l) => l['msg'] === 'model failed to load' && l['model'] === 'typo_block');
+    expect(failed?.['error']).toMatch(/config\.pbtxt:6:55: /);
+  });
+
+  it('fail a model with garbage after a valid config, at its line and column', async () => {
+    const entry = await indexEntry('trailing_garbage');
+    expect(entry).toMatchObject({ state: 'UNAVAILABLE' });
+    expect(entry['reason']).toMatch(/trailing_garbage[/\\]config\.pbtxt:7:10: expected a field name, got "\{"/);
+  });
+
+  it('fail a model when the error is inside an unknown field', async () => {
+    const entry = await indexEntry('bad_inside_unknown');
+    expect(entry).toMatchObject({ state: 'UNAVAILABLE' });
+    expect(entry['reason']).toMatch(/bad_inside_unknown[/\\]config\.pbtxt:2:24: expected a value for field "depth", got "\}"/);
+  });
+});
+
+describe('a well-formed unknown field', () => {
+  it('is skipped with a warning, and the fields after it still apply', async () => {
+    expect(await served.client.call('ModelReady', { name: 'unknown_closed' })).toEqual({ ready: true });
+    const { config: loaded } = await served.client.call('ModelConfig', { name: 'unknown_closed' });
+    expect(loaded).toMatchObject({ max_batch_size: 64, dynamic_batching: { max_queue_delay_microseconds: '100' } });
+    const warning = served.server.logs.find((l) => l['level'] === 'warn' && String(l['msg']).includes('platfrom_typo'));
+    expect(warning?.['msg']).toMatch(/unknown_closed[/\\]config\.pbtxt:2: unknown field 'platfrom_typo' in ModelConfig ignored/);
+  });
+});
