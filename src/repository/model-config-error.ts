@@ -1,7 +1,7 @@
 /**
  * The one error type for a model configuration that cannot be used: a syntax
- * error in config.pbtxt, an invalid value, or a disagreement between the
- * config and the ONNX model. It carries where (file and, when known, line and
+ * error in config.pbtxt, an invalid value, a disagreement between the config
+ * and the ONNX model, or a model file that cannot be one (0 bytes). It carries where (file and, when known, line and
  * column) and why, so the repository can report it on the model's index entry
  * and in the load failure without reparsing the message.
  */

@@ -1,10 +1,13 @@
 /**
- * A config.pbtxt with a syntax error fails its model with the file, line and
- * column, even when the error is inside a field hotpath does not know; a
- * well-formed unknown field is skipped with a warning and everything after it
- * still applies (issue 23, item 2).
+ * A model that cannot load as written fails with where the problem is (issue 23):
+ *
+ * - a config.pbtxt with a syntax error, with the file, line and column, even
+ *   when the error is inside a field hotpath does not know; a well-formed
+ *   unknown field is skipped with a warning and everything after it applies;
+ * - an empty (0-byte) model file, with its path and its size, not
+ *   onnxruntime's "ModelProto does not have a graph".
  */
-import { writeFile } from 'node:fs/promises';
+import { truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,6 +42,11 @@ beforeAll(async () => {
     for (const [name, text] of Object.entries(models)) {
       await writeIdentityModel(dir, { name, dtype: 'FP32', maxBatchSize: 4, withConfig: false });
       await writeFile(path.join(dir, name, 'config.pbtxt'), text);
+    }
+    // Empty model files, with a config and without one (auto-complete would read the file).
+    for (const [name, withConfig] of [['empty_file', true], ['empty_file_no_config', false]] as const) {
+      const { modelPath } = await writeIdentityModel(dir, { name, dtype: 'FP32', maxBatchSize: 4, withConfig });
+      await truncate(modelPath, 0);
     }
   }));
 });
@@ -84,5 +92,21 @@ describe('a well-formed unknown field', () => {
     expect(loaded).toMatchObject({ max_batch_size: 64, dynamic_batching: { max_queue_delay_microseconds: '100' } });
     const warning = served.server.logs.find((l) => l['level'] === 'warn' && String(l['msg']).includes('platfrom_typo'));
     expect(warning?.['msg']).toMatch(/unknown_closed[/\\]config\.pbtxt:2: unknown field 'platfrom_typo' in ModelConfig ignored/);
+  });
+});
+
+describe('an empty model file', () => {
+  it('fails its model naming the file and that it is 0 bytes, with a config and without one', async () => {
+    for (const name of ['empty_file', 'empty_file_no_config']) {
+      const entry = await indexEntry(name);
+      expect(entry).toMatchObject({ state: 'UNAVAILABLE' });
+      expect(entry['reason']).toBe(`${name}/1/model.onnx: the model file is empty (0 bytes); expected an ONNX model`);
+      const failed = served.server.logs.find((l) => l['msg'] === 'model failed to load' && l['model'] === name);
+      expect(failed?.['error']).toBe(`${path.join(served.dir, name, '1', 'model.onnx')}: the model file is empty (0 bytes); expected an ONNX model`);
+    }
+    const load = await served.client.callError('RepositoryModelLoad', { model_name: 'empty_file' });
+    expect(load.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(load.details).toBe("failed to load model 'empty_file': empty_file/1/model.onnx: the model file is empty (0 bytes); expected an ONNX model");
+    expect(served.server.output()).not.toMatch(/ModelProto does not have a graph/);
   });
 });
