@@ -5,13 +5,17 @@
  *   when the error is inside a field hotpath does not know; a well-formed
  *   unknown field is skipped with a warning and everything after it applies;
  * - an empty (0-byte) model file, with its path and its size, not
- *   onnxruntime's "ModelProto does not have a graph".
+ *   onnxruntime's "ModelProto does not have a graph";
+ * - and a KIND_GPU model on a machine without a GPU loads on onnxruntime
+ *   (CPU), saying there is no CUDA device, not that the driver is too old.
  */
+import { existsSync } from 'node:fs';
 import { truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
+import { httpJson } from './helpers/probes.js';
 import { tempRepository } from './helpers/repositories.js';
 import type { Message } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
@@ -43,6 +47,11 @@ beforeAll(async () => {
       await writeIdentityModel(dir, { name, dtype: 'FP32', maxBatchSize: 4, withConfig: false });
       await writeFile(path.join(dir, name, 'config.pbtxt'), text);
     }
+    await writeIdentityModel(dir, { name: 'wants_gpu', dtype: 'FP32', maxBatchSize: 4, withConfig: false });
+    await writeFile(
+      path.join(dir, 'wants_gpu', 'config.pbtxt'),
+      config('wants_gpu', '', 'instance_group [ { count: 1 kind: KIND_GPU } ]'),
+    );
     // Empty model files, with a config and without one (auto-complete would read the file).
     for (const [name, withConfig] of [['empty_file', true], ['empty_file_no_config', false]] as const) {
       const { modelPath } = await writeIdentityModel(dir, { name, dtype: 'FP32', maxBatchSize: 4, withConfig });
@@ -108,5 +117,20 @@ describe('an empty model file', () => {
     expect(load.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(load.details).toBe("failed to load model 'empty_file': empty_file/1/model.onnx: the model file is empty (0 bytes); expected an ONNX model");
     expect(served.server.output()).not.toMatch(/ModelProto does not have a graph/);
+  });
+});
+
+describe('a KIND_GPU model without a GPU', () => {
+  // Where the machine has a GPU, or an NVIDIA driver without a usable device, this says something else.
+  const noDriver = !existsSync('/proc/driver/nvidia/version');
+
+  it.skipIf(!noDriver)('runs on onnxruntime (CPU), saying there is no CUDA device because no NVIDIA driver is loaded', async () => {
+    const { json } = await httpJson(served.server.httpPort, '/healthz');
+    const entry = json.models.find((m: Message) => m['name'] === 'wants_gpu');
+    expect(entry).toMatchObject({ state: 'READY', executor: 'onnxruntime' });
+    expect(entry['executorReason']).toMatch(
+      /^KIND_GPU requested, running on onnxruntime \(CPU\): no CUDA device 0: no NVIDIA driver is loaded on this machine \(cudaGetDeviceCount: cuda\w+/,
+    );
+    expect(entry['executorReason']).not.toMatch(/driver version is insufficient/);
   });
 });
