@@ -13,7 +13,6 @@
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import os from 'node:os';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
@@ -31,6 +30,7 @@ import {
 } from './tenancy/tenant-config.js';
 import { HotpathServer, type PatrolSettings } from './server/hotpath-server.js';
 import type { DeviceLedgerOptions } from './tenancy/server-memory.js';
+import { defaultMemoryCapacity } from './tenancy/memory-limit.js';
 import { ALL_MODELS, MODEL_CONTROL_MODES, type ModelControlMode } from './repository/model-control.js';
 import { modelNameProblem } from './repository/model-directory.js';
 import { CONNECTION_LIMIT_DEFAULTS, MAX_TIMER_MS, type ConnectionLimits } from './security/connection-limits.js';
@@ -556,7 +556,7 @@ function memoryOptions(
   try {
     const capacity = values['memory-capacity'] as string | undefined;
     const memoryCapacityBytes = capacity === undefined
-      ? Math.floor(os.totalmem() / 2)
+      ? defaultMemoryCapacity()
       : parseByteSize(capacity, '--memory-capacity');
     const file = values['tenants-file'] as string | undefined;
     const fromFile = file ? readTenantsFile(file) : { host: [], device: [], keys: [], limits: [] };

@@ -7,13 +7,15 @@
  *   completeModelConfig   → fill what the ONNX model tells us (config-autocomplete.ts)
  *   validateModelConfig   → reject what hotpath cannot serve, normalise defaults
  *
- * Parsing is lenient where Triton users need it to be: a field this build does
- * not know (a newer Triton field, a typo) is dropped with a warning instead of
- * failing the model, and valid Triton fields hotpath ignores are reported the
- * same way. Everything else fails with a ModelConfigError that names the file
- * and line, because protobuf-es errors carry no position.
+ * Parsing is lenient where Triton users need it to be: a well-formed field this
+ * build does not know (a newer Triton field, a typo) is dropped with a warning
+ * instead of failing the model, and valid Triton fields hotpath ignores are
+ * reported the same way. Everything else fails with a ModelConfigError that
+ * names the file, line and column: the syntax is checked first, schema-free,
+ * by pbtxt-syntax.ts (which also finds the unknown fields exactly), and
+ * protobuf-es's errors, which carry no position, are located afterwards.
  */
-import { create, isFieldSet, type DescMessage } from '@bufbuild/protobuf';
+import { create, isFieldSet, type DescField, type DescMessage } from '@bufbuild/protobuf';
 import { fromText } from '@bufbuild/protobuf/txtpb';
 import {
   DataType,
@@ -31,7 +33,16 @@ import {
 } from '../generated/model_config_pb.js';
 import { dataTypeName, dataTypeToOrtType } from './datatypes.js';
 import { ModelConfigError } from './model-config-error.js';
-import { blankField, endOfLine, findFieldNameLine, lastContentLine, lineOfOffset } from './pbtxt-scan.js';
+import {
+  blankSpans,
+  findField,
+  parsePbtxt,
+  PbtxtSyntaxError,
+  tokenStartAt,
+  type PbtxtField,
+  type PbtxtValue,
+  type TextPosition,
+} from './pbtxt-syntax.js';
 
 export { ModelConfigError } from './model-config-error.js';
 
@@ -48,36 +59,74 @@ export const ONNX_BACKEND = 'onnxruntime';
 // A config with more unknown fields than this is not a Triton config.
 const MAX_UNKNOWN_FIELDS = 256;
 
-const UNKNOWN_FIELD = /^unknown field "([^"]+)" (?:for message (\S+)|in (map entry))$/;
-
 /**
- * Parses config.pbtxt text. Throws ModelConfigError("<file>:<line>: <reason>")
- * on a syntax or type error; unknown fields are removed and reported.
+ * Parses config.pbtxt text. Throws ModelConfigError("<file>:<line>:<column>: <reason>")
+ * on a syntax or type error, wherever it is; well-formed unknown fields are
+ * removed and reported.
  */
 export function parseModelConfigText(text: string, file: string): ParsedModelConfig {
-  const warnings: string[] = [];
-  let current = text;
-  for (let removed = 0; ; removed++) {
-    let message: string;
-    try {
-      const config = fromText(ModelConfigSchema, current);
-      warnings.push(...unsupportedFieldWarnings(config, current, file));
-      return { config, warnings };
-    } catch (err) {
-      message = err instanceof Error ? err.message : String(err);
+  const fields = parseSyntax(text, file);
+  const unknown: UnknownField[] = [];
+  collectUnknownFields(fields, ModelConfigSchema, unknown);
+  if (unknown.length > MAX_UNKNOWN_FIELDS) {
+    throw new ModelConfigError(file, undefined, `${unknown.length} unknown fields (more than ${MAX_UNKNOWN_FIELDS}): this is not a Triton model config`);
+  }
+  const warnings = unknown.map(({ field, owner }) => `${file}:${field.at.line}: unknown field '${field.name}' in ${owner} ignored`);
+  const known = blankSpans(text, unknown.map(({ field }) => field));
+  let config: ModelConfig;
+  try {
+    config = fromText(ModelConfigSchema, known);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const where = locateError(known, message);
+    throw new ModelConfigError(file, where?.line, message, where?.column);
+  }
+  warnings.push(...unsupportedFieldWarnings(config, unknown.length === 0 ? fields : parseSyntax(known, file), file));
+  return { config, warnings };
+}
+
+function parseSyntax(text: string, file: string): PbtxtField[] {
+  try {
+    return parsePbtxt(text);
+  } catch (err) {
+    if (err instanceof PbtxtSyntaxError) throw new ModelConfigError(file, err.position.line, err.reason, err.position.column);
+    throw err;
+  }
+}
+
+interface UnknownField {
+  readonly field: PbtxtField;
+  /** The message it is written in, for the warning: `ModelInput`, `map entry`. */
+  readonly owner: string;
+}
+
+/**
+ * Adds to `out` the fields that `schema` does not know, at any depth below
+ * fields it does know. Values are not checked here; fromText does that.
+ */
+function collectUnknownFields(fields: readonly PbtxtField[], schema: DescMessage, out: UnknownField[]): void {
+  for (const field of fields) {
+    // ModelConfig's proto3 schema has no groups, so a field's text name is its name.
+    const known = schema.fields.find((f) => f.name === field.name);
+    if (known !== undefined) collectInValue(known, field.value, out);
+    else if (!schema.proto.reservedName.includes(field.name)) out.push({ field, owner: shortTypeName(schema.typeName) });
+  }
+}
+
+function collectInValue(known: DescField, value: PbtxtValue, out: UnknownField[]): void {
+  if (value.kind === 'list') {
+    for (const item of value.items) collectInValue(known, item, out);
+    return;
+  }
+  if (value.kind !== 'message') return;
+  if (known.fieldKind === 'message' || (known.fieldKind === 'list' && known.listKind === 'message')) {
+    collectUnknownFields(value.fields, known.message, out);
+  } else if (known.fieldKind === 'map') {
+    for (const entry of value.fields) {
+      if (entry.name === 'value' && known.mapKind === 'message' && entry.value.kind === 'message') {
+        collectUnknownFields(entry.value.fields, known.message, out);
+      } else if (entry.name !== 'key' && entry.name !== 'value') out.push({ field: entry, owner: 'map entry' });
     }
-    const unknown = UNKNOWN_FIELD.exec(message);
-    const where = locateError(current, message, unknown !== null);
-    if (unknown !== null && where.offset !== undefined && removed < MAX_UNKNOWN_FIELDS) {
-      const next = blankField(current, where.offset);
-      if (next !== undefined && next !== current) {
-        const owner = unknown[3] ?? shortTypeName(unknown[2] ?? '');
-        warnings.push(`${file}:${where.line}: unknown field '${unknown[1]}' in ${owner} ignored`);
-        current = next;
-        continue;
-      }
-    }
-    throw new ModelConfigError(file, where.line, message);
   }
 }
 
@@ -95,33 +144,28 @@ function parseFailsWith(text: string, message: string): boolean {
 }
 
 /**
- * Finds where `message` arises in `text`: the shortest prefix that fails with
- * the same message ends on the offending line. The parser reads left to right,
- * so a prefix that ends before the error either parses or fails differently
- * (typically at end of input), which makes the search monotone and lets it
- * bisect. With `exact`, it also finds the offset where the offending token
- * ends, by extending the prefix one character at a time within that line.
+ * Finds where protobuf-es's `message` (which has no position) arises in
+ * `text`, which is syntactically valid: the shortest prefix that fails with
+ * the same message ends in the offending token. The parser reads left to
+ * right, so a shorter prefix either parses or fails differently (typically at
+ * end of input), which makes the search monotone: bisect over lines, then
+ * walk the line. Undefined when no prefix fails that way.
  */
-function locateError(text: string, message: string, exact: boolean): { line: number; offset?: number } {
-  // A missing close brace is only noticed at the end; the end is the best answer.
-  if (message.includes('end of input')) return { line: lastContentLine(text) };
-  const lineCount = lineOfOffset(text, text.length);
-  let low = 1;
-  let high = lineCount;
-  if (!parseFailsWith(text.slice(0, endOfLine(text, high)), message)) return { line: lastContentLine(text) };
+function locateError(text: string, message: string): TextPosition | undefined {
+  const lineEnds = [...text.matchAll(/\n/g)].map((m) => m.index).concat(text.length);
+  if (!parseFailsWith(text, message)) return undefined;
+  let low = 0;
+  let high = lineEnds.length - 1;
   while (low < high) {
     const mid = Math.floor((low + high) / 2);
-    if (parseFailsWith(text.slice(0, endOfLine(text, mid)), message)) high = mid;
+    if (parseFailsWith(text.slice(0, lineEnds[mid]), message)) high = mid;
     else low = mid + 1;
   }
-  const line = low;
-  if (!exact) return { line };
-  const lineEnd = endOfLine(text, line);
-  const lineStart = line === 1 ? 0 : endOfLine(text, line - 1) + 1;
-  for (let end = lineStart; end <= lineEnd; end++) {
-    if (parseFailsWith(text.slice(0, end), message)) return { line, offset: end };
+  const lineStart = low === 0 ? 0 : lineEnds[low - 1]! + 1;
+  for (let end = lineStart; end <= lineEnds[low]!; end++) {
+    if (parseFailsWith(text.slice(0, end), message)) return tokenStartAt(text, end);
   }
-  return { line };
+  return undefined;
 }
 
 // Fields hotpath acts on. Any other field that is set parses fine but is
@@ -134,10 +178,10 @@ const SUPPORTED_MODEL_FIELDS = new Set([
 const SUPPORTED_TENSOR_FIELDS = new Set(['name', 'data_type', 'dims', 'reshape']);
 const SUPPORTED_INSTANCE_GROUP_FIELDS = new Set(['count', 'kind', 'name', 'gpus']);
 
-function unsupportedFieldWarnings(config: ModelConfig, text: string, file: string): string[] {
+function unsupportedFieldWarnings(config: ModelConfig, fields: readonly PbtxtField[], file: string): string[] {
   const warnings: string[] = [];
   const warn = (field: string, owner: string): void => {
-    const line = findFieldNameLine(text, field);
+    const line = findField(fields, field)?.at.line;
     const where = line === undefined ? file : `${file}:${line}`;
     warnings.push(`${where}: field '${field}'${owner} is not supported by hotpath and is ignored`);
   };

@@ -74,6 +74,17 @@ async function isModelDirectory(dir: string): Promise<boolean> {
   return entries.some((e) => e.isDirectory() && /^\d+$/.test(e.name));
 }
 
+/**
+ * The size of a version's model file. An empty file (a failed copy, a
+ * placeholder) fails the load here, naming the file: onnxruntime would only
+ * say "ModelProto does not have a graph".
+ */
+export async function modelFileBytes(modelPath: string): Promise<number> {
+  const bytes = (await stat(modelPath)).size;
+  if (bytes === 0) throw new ModelConfigError(modelPath, undefined, 'the model file is empty (0 bytes); expected an ONNX model');
+  return bytes;
+}
+
 /** The model's parsed config.pbtxt; undefined when it has none (completed from the ONNX model). */
 export async function readModelConfig(name: string, modelDir: string, log: Logger): Promise<ModelConfig | undefined> {
   const file = path.join(modelDir, CONFIG_FILENAME);

@@ -9,7 +9,6 @@
  * and the error says why, with its kind. Main thread only.
  */
 import { existsSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { internal, invalidArgument, notFound, ServingError } from '../common/serving-error.js';
@@ -40,6 +39,7 @@ import {
   intraOpThreads,
   MODEL_FILENAME,
   missingModelMessage,
+  modelFileBytes,
   modelLoadTimeoutMs,
   modelTenant,
   readModelConfig,
@@ -178,7 +178,7 @@ export class ModelLoader {
     try {
       for (const version of selected) {
         const modelPath = path.join(modelDir, String(version), config?.defaultModelFilename || MODEL_FILENAME);
-        const fileBytes = (await stat(modelPath)).size;
+        const fileBytes = await modelFileBytes(modelPath);
         const log = this.log;
         // The same options for every generation: the first here, later ones on restart or on demand.
         const createPool = (generation: number, owner: Owner) =>

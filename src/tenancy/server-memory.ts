@@ -31,6 +31,7 @@ import { Arena, type Owner, type Tenant } from '../native/arena.js';
 import { deviceInfo, gpuUtilization, type DeviceInfo } from '../native/device.js';
 import type { GpuMemoryStats, Ledger, TenantMemoryStats } from '../observability/memory-stats.js';
 import { DEFAULT_TENANT, type TenantQuota } from './tenant-config.js';
+import { deviceAbsenceReason } from './device-absence.js';
 
 export type { Ledger } from '../observability/memory-stats.js';
 
@@ -110,7 +111,7 @@ export class ServerMemory {
       throw err;
     }
     if (device === undefined) {
-      reason = `no usable CUDA device ${options.device.ordinal}: ${probed.name}`;
+      reason = deviceAbsenceReason(options.device.ordinal, probed.name);
       log.info({ ledger: 'device', device: options.device.ordinal, reason }, 'no device ledger: executor memory stays on the host ledger');
     } else {
       // Every host tenant exists in the device ledger too; without a device
@@ -143,7 +144,7 @@ export class ServerMemory {
       const tenant = wanted.tenants[0];
       if (tenant !== undefined) {
         throw new Error(
-          `--tenant-device ${tenant.name}: device quotas need a usable CUDA device ${wanted.ordinal}, but ${probed.name}`,
+          `--tenant-device ${tenant.name}: device quotas need a usable CUDA device, but there is ${deviceAbsenceReason(wanted.ordinal, probed.name)}`,
         );
       }
       return undefined;

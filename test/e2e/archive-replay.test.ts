@@ -12,6 +12,8 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -190,5 +192,40 @@ describe('payload archive and replay', () => {
     expect(missing).toMatchObject({ code: 2, stderr: expect.stringMatching(/--archive: expected the archive directory, got none/) });
     const nowhere = await run(process.execPath, [CLI, 'archive', 'ls', path.join(workDir, 'nope')]).catch((err: { code: number; stderr: string }) => err);
     expect(nowhere).toMatchObject({ code: 2, stderr: expect.stringMatching(/does not exist/) });
+  });
+
+  it('says it could not connect, naming the address and the error, and exits 1, when nothing listens at --url', async () => {
+    // A port that was just free: nothing listens there.
+    const port = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(free));
+      });
+    });
+    const file = path.join(workDir, 'unreachable.json');
+    const failed = await run(process.execPath, [CLI, 'replay', '--archive', archiveDir, '--url', `127.0.0.1:${port}`, '--json', file])
+      .catch((err: { code: number; stdout: string; stderr: string }) => err);
+    expect(failed).toMatchObject({ code: 1, stdout: '' });
+    expect((failed as { stderr: string }).stderr).toMatch(
+      new RegExp(`^hotpath replay: could not connect to 127\\.0\\.0\\.1:${port}: UNAVAILABLE: .*ECONNREFUSED`),
+    );
+    // No report: nothing was replayed.
+    await expect(readFile(file, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('says --url is not a V2 gRPC server, and exits 1, when an HTTP/2 server that is not one answers', async () => {
+    const web = http2.createServer((_request, response) => response.writeHead(404).end());
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = web.address() as net.AddressInfo;
+      const failed = await run(process.execPath, [CLI, 'replay', '--archive', archiveDir, '--url', `127.0.0.1:${port}`])
+        .catch((err: { code: number; stdout: string; stderr: string }) => err);
+      expect(failed).toMatchObject({ code: 1, stdout: '' });
+      expect((failed as { stderr: string }).stderr).toMatch(
+        new RegExp(`^hotpath replay: 127\\.0\\.0\\.1:${port} is not a KServe V2 / Triton gRPC server \\(ServerLive: UNIMPLEMENTED: .*404`),
+      );
+    } finally {
+      await new Promise((resolve) => web.close(resolve));
+    }
   });
 });

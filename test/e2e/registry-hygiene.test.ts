@@ -119,15 +119,15 @@ describe('registry hygiene', () => {
     const index = await served.client.call('RepositoryIndex', {});
     const broken = (index['models'] as Message[]).find((m) => m['name'] === 'broken')!;
     expect(broken['state']).toBe('UNAVAILABLE');
-    expect(broken['reason']).toMatch(/^broken\/config\.pbtxt:2: /);
+    expect(broken['reason']).toMatch(/^broken\/config\.pbtxt:2:17: expected an integer, got "oops"/);
     expectNoLeak(String(broken['reason']));
     const err = await served.client.callError('ModelInfer', { model_name: 'broken' });
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
-    expect(err.details).toMatch(/^model 'broken' is not ready \(UNAVAILABLE: broken\/config\.pbtxt:2: /);
+    expect(err.details).toMatch(/^model 'broken' is not ready \(UNAVAILABLE: broken\/config\.pbtxt:2:17: expected an integer, got "oops"/);
     expectNoLeak(err.details);
     const load = await served.client.callError('RepositoryModelLoad', { model_name: 'broken' });
     expect(load.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(load.details).toMatch(/^failed to load model 'broken': broken\/config\.pbtxt:2: /);
+    expect(load.details).toMatch(/^failed to load model 'broken': broken\/config\.pbtxt:2:17: expected an integer, got "oops"/);
     expectNoLeak(load.details);
   });
 

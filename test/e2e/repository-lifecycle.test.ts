@@ -100,11 +100,11 @@ describe('config', () => {
     expect(config.output).toMatchObject([{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: ['2'] }]);
   });
 
-  it('fails only the model with an invalid config, with file, line and reason', async () => {
+  it('fails only the model with an invalid config, with file, line, column and reason', async () => {
     const { models } = await served.client.call('RepositoryIndex', {});
     const broken = models.find((m: Message) => m['name'] === 'broken_config');
     expect(broken).toMatchObject({ version: '', state: 'UNAVAILABLE' });
-    expect(broken.reason).toMatch(/broken_config[/\\]config\.pbtxt:3: .+/);
+    expect(broken.reason).toMatch(/broken_config[/\\]config\.pbtxt:3:60: expected "}" to close the "\{" at line 3, column 9, got "\]"/);
     expect(models.filter((m: Message) => m['state'] === 'READY').map((m: Message) => m['name'])).toEqual(
       expect.arrayContaining(['ctr_mlp', 'no_config', 'reshape_three', 'versioned', 'versioned_all']),
     );

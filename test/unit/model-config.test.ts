@@ -56,6 +56,15 @@ model_warmup [
 default_model_filename: "model.onnx"
 `;
 
+const RANKER_CONFIG = [
+  'name: "ranker"',
+  'max_batch_size: 64',
+  'input [ { name: "features" data_type: TYPE_FP32 dims: [ 32 ] } ]',
+  'output [ { name: "score" data_type: TYPE_FP32 dims: [ 1 ] } ]',
+  'dynamic_batching { preferred_batch_size: [ 32, 64 ] max_queue_delay_microseconds: 500 }',
+  '',
+].join('\n');
+
 function parseError(text: string): ModelConfigError {
   try {
     parseModelConfigText(text, FILE);
@@ -132,6 +141,40 @@ describe('parseModelConfigText', () => {
       `${FILE}:5: unknown field 'fancy_layout' in ModelInput ignored`,
       `${FILE}:8: unknown field 'labels' in ModelConfig ignored`,
       `${FILE}:9: unknown field 'note' in ModelConfig ignored`,
+    ]);
+  });
+
+  it('fails a typo\'d block that swallows the rest of the file, instead of loading it with defaults', () => {
+    // The rest of the config nests inside `platfrom_typo {`, which is never closed.
+    const lines = RANKER_CONFIG.split('\n');
+    lines.splice(1, 0, 'platfrom_typo {');
+    const err = parseError(lines.join('\n'));
+    // Reported where the input ends, just past the last token, naming the brace left open.
+    expect(err).toMatchObject({ line: lines.length - 1, column: lines[lines.length - 2]!.length + 1 });
+    expect(err.reason).toBe('unexpected end of input, expected "}" to close the "{" at line 2, column 15');
+  });
+
+  it('fails on garbage after a valid config, at its line and column', () => {
+    const err = parseError(`${RANKER_CONFIG}garbage {{{\n`);
+    expect(err).toMatchObject({ line: RANKER_CONFIG.split('\n').length, column: 10 });
+    expect(err.message).toMatch(/^models\/ranker\/config\.pbtxt:\d+:10: expected a field name, got "\{"$/);
+  });
+
+  it('fails on a syntax error inside an unknown field, rather than skipping it', () => {
+    const err = parseError('name: "ranker"\nfuture { knob: 1 depth: }\nmax_batch_size: 64\n');
+    expect(err.message).toBe(`${FILE}:2:25: expected a value for field "depth", got "}"`);
+    expect(parseError('name: "ranker"\nfuture_knob 42\n').message).toMatch(/:2:13: expected ":" after field name "future_knob"/);
+  });
+
+  it('skips a well-formed unknown block exactly, keeping the fields after it', () => {
+    const lines = RANKER_CONFIG.split('\n');
+    lines.splice(1, 0, 'platfrom_typo { level: 2 nested < list: [1, 2] > }', '[pkg.some_extension]: "x"');
+    const { config, warnings } = parseModelConfigText(lines.join('\n'), FILE);
+    expect(config.maxBatchSize).toBe(64);
+    expect(config.schedulingChoice.case).toBe('dynamicBatching');
+    expect(warnings).toEqual([
+      `${FILE}:2: unknown field 'platfrom_typo' in ModelConfig ignored`,
+      `${FILE}:3: unknown field '[pkg.some_extension]' in ModelConfig ignored`,
     ]);
   });
 
@@ -224,33 +267,32 @@ describe('parseModelConfigText', () => {
     expect(batching.schedulingChoice.case).toBe('dynamicBatching');
   });
 
-  it('reports a syntax error with the line it is on', () => {
+  it('reports a syntax error with its line and column', () => {
     const err = parseError('name: "ranker"\nmax_batch_size: 8\ninput { name: "x" dims: [1, 2 }\n');
-    expect(err.line).toBe(3);
-    expect(err.file).toBe(FILE);
-    expect(err.message).toMatch(/^models\/ranker\/config\.pbtxt:3: expected "," or "\]" in list/);
+    expect(err).toMatchObject({ file: FILE, line: 3, column: 31 });
+    expect(err.message).toBe(`${FILE}:3:31: expected "," or "]" in the list of field "dims", got "}"`);
   });
 
-  it('reports a wrongly typed value on its line', () => {
+  it('reports a wrongly typed value at its line and column', () => {
     const err = parseError('name: "ranker"\n\n\nmax_batch_size: "eight"\nbackend: "onnxruntime"\n');
-    expect(err.line).toBe(4);
+    expect(err).toMatchObject({ line: 4, column: 17 });
     expect(err.reason).toMatch(/expected an integer, got a string/);
   });
 
-  it('reports an unknown enum value on its line', () => {
+  it('reports an unknown enum value at its line and column', () => {
     const err = parseError('name: "r"\ninput {\n  name: "x"\n  data_type: TYPE_FLOAT\n}\n');
-    expect(err.message).toMatch(/:4: unknown enum value "TYPE_FLOAT"/);
+    expect(err.message).toMatch(/:4:14: unknown enum value "TYPE_FLOAT"/);
   });
 
-  it('points a missing closing brace at the last line', () => {
+  it('points a missing closing brace past the last token, naming the brace left open', () => {
     const err = parseError('name: "ranker"\ninput {\n  name: "x"\n  dims: [1]\n\n# trailing comment\n');
-    expect(err.line).toBe(4);
-    expect(err.reason).toMatch(/unexpected end of input, expected "}"/);
+    expect(err).toMatchObject({ line: 4, column: 12 });
+    expect(err.reason).toBe('unexpected end of input, expected "}" to close the "{" at line 2, column 7');
   });
 
-  it('rejects a singular field given twice', () => {
+  it('rejects a singular field given twice, at the second one', () => {
     const err = parseError('name: "a"\nmax_batch_size: 1\nname: "b"\n');
-    expect(err.message).toMatch(/:3: non-repeated field "name" is repeated/);
+    expect(err.message).toMatch(/:3:1: non-repeated field "name" is repeated/);
   });
 });
 

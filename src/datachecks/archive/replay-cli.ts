@@ -3,12 +3,16 @@
  * client and reports, per output, the answers that differ from the archived
  * ones beyond a tolerance, the largest difference, and the latency
  * (replay.ts). Exit code 0 once the replay ran, whatever it found; 2 for a
- * usage error; 1 when the server cannot be reached.
+ * usage error; 1 when the server cannot be reached, which is checked with one
+ * ServerLive call before the first request: otherwise every request would
+ * fail UNAVAILABLE and the replay would look like it ran.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createClient, type ClientOptions, type TlsOptions } from '../../client/client.js';
+import { status } from '@grpc/grpc-js';
+import { createClient, type ClientOptions, type HotpathClient, type TlsOptions } from '../../client/client.js';
+import { InferenceError } from '../../client/errors.js';
 import { integerFlag, numberFlag, UsageError } from '../../common/flag-values.js';
 import { ArchiveDirectoryError } from './archive-reader.js';
 import { replayArchive, type ReplayReport } from './replay.js';
@@ -34,6 +38,9 @@ and compares each answer with the archived one.
   --root-cert FILE     PEM roots that sign the server's certificate
   --client-cert FILE   PEM client certificate chain (mutual TLS), with --client-key FILE
   --server-name NAME   the name the server's certificate carries, when not the URL's host
+
+Exits 0 once the replay ran, whatever it found; 1 when the server cannot be reached; 2 for a
+usage error or a missing archive.
 `;
 
 /** Runs `hotpath replay ...`. */
@@ -54,6 +61,12 @@ export async function replayCommand(argv: string[], out: NodeJS.WritableStream =
   const client = createClient(parsed.url, parsed.client);
   let report: ReplayReport;
   try {
+    const unreachable = await connectionFailure(client, parsed.url, parsed.replay.timeoutMs);
+    if (unreachable !== undefined) {
+      process.stderr.write(`hotpath replay: ${unreachable}\n`);
+      process.exitCode = 1;
+      return;
+    }
     report = await replayArchive(client, parsed.url, parsed.replay);
   } catch (err) {
     if (!(err instanceof ArchiveDirectoryError)) throw err;
@@ -68,6 +81,28 @@ export async function replayCommand(argv: string[], out: NodeJS.WritableStream =
   else {
     if (parsed.jsonFile !== undefined) writeFileSync(parsed.jsonFile, json);
     out.write(summary(report));
+  }
+}
+
+/**
+ * Why the server at `url` cannot take a replay: it cannot be reached
+ * (UNAVAILABLE, DEADLINE_EXCEEDED: refused, unresolvable, TLS failed, no
+ * answer in time), or what answers is not a V2 gRPC server (UNIMPLEMENTED:
+ * an HTTP server, a proxy's 404). Undefined when ServerLive is answered, or
+ * refused by a server that is there (a missing API key): the replay then
+ * reports what each request gets.
+ */
+async function connectionFailure(client: HotpathClient, url: string, timeoutMs: number): Promise<string | undefined> {
+  try {
+    await client.live({ timeoutMs });
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof InferenceError)) throw err;
+    // grpc-js ends some messages with an empty "Resolution note: ".
+    const why = `${err.codeName}: ${err.details.replace(/\s*Resolution note:\s*$/, '')}`;
+    if (err.code === status.UNAVAILABLE || err.code === status.DEADLINE_EXCEEDED) return `could not connect to ${url}: ${why}`;
+    if (err.code === status.UNIMPLEMENTED) return `${url} is not a KServe V2 / Triton gRPC server (ServerLive: ${why})`;
+    return undefined;
   }
 }
 
