@@ -11,7 +11,7 @@
 # cudart and cuBLAS), with the same Node copied in. Without a usable device
 # the CUDA image still serves, on CPU, as the CPU image does.
 ARG VARIANT=cpu
-ARG NODE_VERSION=20
+ARG NODE_VERSION=24
 ARG CUDA_VERSION=13.0.1
 ARG CUDA_UBUNTU=ubuntu24.04
 
@@ -32,13 +32,23 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
 COPY . .
-# The README's install: postinstall builds the native addon (cmake-js; CUDA
-# when nvcc is there), the TypeScript build and the sample models. Then the
-# dev packages go. `npm install` rather than `npm ci`: vite (a test
-# dependency) names an optional Windows-only package the registry lacks, so
-# the lock file cannot list it and `npm ci` refuses; the lock still pins
-# every package that is installed.
-RUN npm install --no-audit --no-fund && npm prune --omit=dev
+# `npm ci`: exactly the lock's packages. Its postinstall builds the native
+# addon (cmake-js; CUDA when nvcc is there), dist/ and the sample models that
+# are generated rather than committed (models/ranker_mlp/1/model.onnx; the
+# build fails if it is missing). ONNXRUNTIME_NODE_INSTALL=skip: package.json's
+# allowScripts already denies onnxruntime-node's download of its CUDA provider
+# (npm >= 11.19); the variable does the same for whatever npm the Node image
+# bundles. Then the dev packages go, and onnxruntime-node keeps only this
+# platform's binaries (darwin and win32 are ~220 MB).
+RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund \
+ && test -s models/ranker_mlp/1/model.onnx \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && keep="linux/$(node -p process.arch)" \
+ && for dir in node_modules/onnxruntime-node/bin/napi-v*/*/*; do \
+      case "$dir" in */"$keep") ;; *) rm -rf "$dir" ;; esac; \
+    done \
+ && find node_modules/onnxruntime-node/bin -type d -empty -delete \
+ && test -f "node_modules/onnxruntime-node/bin/napi-v6/$keep/onnxruntime_binding.node"
 
 # ---- runtime stages: Node and the libraries the addon needs, nothing else
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime-base-cpu
@@ -54,14 +64,17 @@ COPY --from=build /build/node_modules ./node_modules
 COPY --from=build /build/dist ./dist
 COPY --from=build /build/build-cmake/Release/hotpath_native.node ./build-cmake/Release/hotpath_native.node
 COPY --from=build /build/models ./models
+COPY --from=build /build/deploy/docker/healthcheck.mjs ./deploy/docker/healthcheck.mjs
 # A fixed non-root uid, so Kubernetes' runAsNonRoot can check it.
 RUN groupadd --system --gid 10001 hotpath \
  && useradd --system --uid 10001 --gid hotpath --no-create-home hotpath
 USER 10001:10001
 # HTTP/REST + health, gRPC, Prometheus metrics (Triton's ports).
 EXPOSE 8000 8001 8002
-# The image has no curl: Node asks the readiness endpoint itself.
-HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:8000/v2/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Ready on the HTTP port the server was given (8000 by default; KServe's
+# runtime passes --http-port=8080): the script finds the ports the server
+# listens on and asks /v2/health/ready (the image has no curl).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "/opt/hotpath/deploy/docker/healthcheck.mjs"]
 ENTRYPOINT ["node", "/opt/hotpath/dist/src/cli.js"]
 CMD ["serve", "--model-repository", "/opt/hotpath/models"]
