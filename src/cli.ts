@@ -3,6 +3,7 @@
  * The `hotpath` command line: the entry point and the serve command.
  *
  *   hotpath serve --model-repository DIR [--grpc-port 8001] [--http-port 8000]
+ *   hotpath tritonserver --model-store=DIR ...   (the same: KServe's Triton runtime's args)
  *
  * Triton's default ports are the defaults here, and tritonserver's flags are
  * taken as Triton spells them (`--model-store`, `--allow-http=false`, an
@@ -118,7 +119,8 @@ class CommandError extends UsageError {}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (command === 'serve') return serve(rest);
+  // KServe's Triton runtime passes `tritonserver` as its first argument (its image's entrypoint runs it).
+  if (command === 'serve' || command === 'tritonserver') return serve(rest);
   // The archive tools load only when asked for: serve never needs them.
   if (command === 'archive') return (await import('./datachecks/archive/archive-cli.js')).archiveCommand(rest);
   if (command === 'replay') return (await import('./datachecks/archive/replay-cli.js')).replayCommand(rest);

@@ -129,6 +129,7 @@ export function hasNoEffect(flag: string): boolean {
 export const SERVE_FLAG_NAMES: readonly string[] = FLAGS.map((flag) => flag.name);
 
 export const SERVE_USAGE = `usage: hotpath serve --model-repository DIR [options]
+       hotpath tritonserver ...  or  hotpath --model-store=DIR ...   (a tritonserver command line)
        hotpath archive ls|cat DIR        (hotpath archive --help)
        hotpath replay --archive DIR --url HOST:PORT [options]   (hotpath replay --help)
        hotpath drift-reference --model-dir DIR --archive DIR|--csv FILE   (hotpath drift-reference --help)
