@@ -38,10 +38,25 @@ async function serve(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) return printUsage();
   if (argv.includes('--version')) return printVersion();
   const { options, warnings, written } = readServeCommandLine(argv);
-  for (const dir of options.modelRepositories) requireDirectory(dir, written.get('model-repository') ?? written.get('model-store') ?? '--model-repository');
+  for (const dir of options.modelRepositories) requireDirectory(dir, written.get('model-repository') ?? '--model-repository');
   const root = createRootLogger(options.logLevel, options.logFormat, options.logFile);
   const logger = root.child({ component: 'cli' });
   for (const warning of warnings) logger.warn(warning);
+  // What the flags came to, for --log-verbose (no secrets: keys and restricted-header values stay out).
+  logger.debug(
+    {
+      server_name: options.serverName,
+      model_repositories: options.modelRepositories,
+      model_control_mode: options.modelControlMode,
+      model_load_concurrency: options.modelLoadConcurrency,
+      default_max_batch_size: options.defaultMaxBatchSize,
+      response_cache_bytes: options.responseCacheBytes,
+      metrics_interval_ms: options.metricsIntervalMs,
+      strict_readiness: options.strictReadiness,
+      exit_on_error: options.exitOnError,
+    },
+    'serve options',
+  );
   const server = new HotpathServer({ ...options, serverVersion: packageVersion(), logger: root });
   if (options.faultInjection) logger.warn('fault injection is enabled: test-only hooks are honoured');
   installShutdown(server, logger, options);

@@ -32,6 +32,8 @@ export interface FlagSpec {
   readonly help: string;
   /** Triton's name for the flag (marked [T] in the usage). */
   readonly triton?: boolean;
+  /** Another spelling of that flag: its values go with the other's, in command-line order (`--model-store`). */
+  readonly aliasOf?: string;
 }
 
 /**
@@ -179,12 +181,13 @@ export function readFlags(argv: readonly string[], specs: readonly FlagSpec[]): 
       value = next;
       i += 1;
     }
-    written.set(spec.name, `--${given}`);
+    const name = spec.aliasOf ?? spec.name;
+    written.set(name, `--${given}`);
     if (spec.repeatable) {
-      const list = (values[spec.name] ??= []) as string[];
+      const list = (values[name] ??= []) as string[];
       list.push(value);
     } else {
-      values[spec.name] = value;
+      values[name] = value;
     }
   }
   return { values, written };

@@ -29,9 +29,9 @@ export interface RepositoryOptions {
 
 const strings = (raw: unknown): string[] => (raw === undefined ? [] : [...(raw as readonly string[])]);
 
-/** Both spellings, every value, each root once. */
+/** Both spellings (--model-store is read as --model-repository), every value in order, each root once. */
 function roots(values: FlagValues): string[] | undefined {
-  const given = [...strings(values['model-repository']), ...strings(values['model-store'])];
+  const given = strings(values['model-repository']);
   if (given.length === 0) return undefined;
   const empty = given.find((dir) => dir === '');
   if (empty !== undefined) throw new UsageError("--model-repository: expected a directory, got ''");
@@ -100,7 +100,7 @@ export const REPOSITORY_OPTIONS: readonly OptionEntry<object>[] = [
     flags: [
       { name: 'model-repository', arg: 'DIR', repeatable: true, triton: true,
         help: 'Triton-layout model repository (required); repeatable: every root is served, and a model name in two roots fails to load' },
-      { name: 'model-store', arg: 'DIR', repeatable: true, triton: true, help: 'the same as --model-repository' },
+      { name: 'model-store', arg: 'DIR', repeatable: true, triton: true, aliasOf: 'model-repository', help: 'the same as --model-repository' },
     ],
     defaults: (): Pick<RepositoryOptions, 'modelRepositories'> => ({ modelRepositories: [] }),
     parse: (values) => {

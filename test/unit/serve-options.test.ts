@@ -141,7 +141,7 @@ describe("Triton's flags that hotpath implements", () => {
   });
 
   it('several --model-repository flags are several roots', () => {
-    expect(parseServeOptions(['--model-repository=/a', '--model-store=/b', '--model-repository=/c']).modelRepositories).toEqual(['/a', '/c', '/b']);
+    expect(parseServeOptions(['--model-repository=/a', '--model-store=/b', '--model-repository=/c']).modelRepositories).toEqual(['/a', '/b', '/c']);
   });
 
   it('an unambiguous prefix is the flag', () => {
