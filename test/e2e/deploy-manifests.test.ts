@@ -349,11 +349,12 @@ describe('a server started with the Deployment args', () => {
 
   beforeAll(async () => {
     const container: IContainer = deployments.find((m) => m.file === 'deployment.yaml')!.doc.spec.template.spec.containers[0];
-    // The manifest's flags as given, then this machine's repository and free ports (later flags win).
-    const args = (container.args ?? []).slice(1);
+    // The manifest's flags as given, but for its repository (repeated roots are all served, as in
+    // Triton, so this machine's repository replaces it), then free ports (a later port flag wins).
+    const args = (container.args ?? []).slice(1).filter((arg) => !/^--model-(repository|store)=/.test(arg));
+    expect(args.length).toBe((container.args ?? []).length - 2);
     server = await startServer(path.join(PACKAGE_ROOT, 'models'), [
       ...args,
-      '--model-repository', path.join(PACKAGE_ROOT, 'models'),
       '--grpc-port', '0', '--http-port', '0', '--metrics-port', '0', '--drain-delay', '0',
     ]);
   }, 120_000);

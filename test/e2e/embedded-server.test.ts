@@ -29,6 +29,17 @@ describe('createServer', () => {
     expect(() => createServer({ modelRepository: repository.dir, grpcPort: 70000 })).toThrow(
       /grpcPort: expected an integer in 0\.\.65535, got 70000/,
     );
+    // Every check the command line makes, from the same options table: tenants, TLS files, routes, access.
+    expect(() => createServer({ modelRepository: repository.dir, memoryCapacityBytes: 4096, tenants: [{ name: 'ads', quotaBytes: 8192 }] })).toThrow(
+      /^createServer: tenants ads: quota 8192 bytes exceeds the memory capacity of 4096 bytes$/,
+    );
+    expect(() => createServer({ modelRepository: repository.dir, routesFile: '/nonexistent/routes.yaml' })).toThrow(/^createServer: routesFile: /);
+    expect(() => createServer({
+      modelRepository: repository.dir,
+      httpTls: { certFile: '/nonexistent/server.crt', keyFile: '/nonexistent/server.key', rootCertFile: undefined, mutual: false },
+    })).toThrow(/^createServer: --http-server-cert: cannot read '\/nonexistent\/server\.crt'/);
+    expect(() => createServer({ modelRepository: repository.dir, requireApiKey: true })).toThrow(RangeError);
+    expect(() => createServer({ modelRepository: [] })).toThrow(/modelRepository is required/);
   });
 
   it('starts in-process on port 0, turns ready, scores through hotpath/client and closes', async () => {
