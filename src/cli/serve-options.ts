@@ -9,7 +9,6 @@
  *     checked options, defaults from the same table;
  *   - `SERVE_USAGE`: the help text.
  */
-import { UsageError } from '../common/flag-values.js';
 import { readFlags, usageLines, type FlagSpec, type OptionEntry, type OptionNamer } from '../common/option-table.js';
 import { ARCHIVE_OPTIONS, type ArchiveOptions } from '../datachecks/archive/archive-options.js';
 import { CACHE_OPTIONS, type CacheOptions } from '../datachecks/cache/cache-options.js';
@@ -24,7 +23,7 @@ import { TLS_OPTIONS, type TlsOptions } from '../security/tls-options.js';
 import { DOOR_OPTIONS, type DoorOptions } from '../server/door-options.js';
 import { MEMORY_OPTIONS, type MemoryOptions } from '../tenancy/memory-options.js';
 import { LIFECYCLE_OPTIONS, type LifecycleOptions } from './lifecycle-options.js';
-import { NO_EFFECT_FLAGS, TRITON_NO_EFFECT_OPTIONS } from './triton-flags.js';
+import { TRITON_NO_EFFECT_OPTIONS } from './triton-flags.js';
 
 /** Every option of `hotpath serve`, typed and filled (createServer takes them camelCased; durations in ms, sizes in bytes). */
 export type ServeOptions = RepositoryOptions &
@@ -120,11 +119,6 @@ function definedOnly<T extends object>(values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
 
-/** Whether a flag is one of Triton's accepted without effect (README, tests). */
-export function hasNoEffect(flag: string): boolean {
-  return NO_EFFECT_FLAGS.includes(flag.replace(/^--/, ''));
-}
-
 /** The flags' names (without `--`), every one the table knows. */
 export const SERVE_FLAG_NAMES: readonly string[] = FLAGS.map((flag) => flag.name);
 
@@ -148,4 +142,3 @@ signals: SIGTERM or SIGINT drains and exits 0 (1 when the drain timed out or a w
          checks is logged, and the current certificates or routes stay).
 `;
 
-export { UsageError };

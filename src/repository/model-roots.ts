@@ -10,13 +10,20 @@ import path from 'node:path';
 import { echo } from '../common/echo.js';
 import { scanRepository, withoutRepositoryPath } from './model-directory.js';
 
-/** A model name present in more than one root. */
+/**
+ * A model name present in more than one root. The message names the roots by
+ * their place on the command line, not their paths, so clients may see it.
+ */
 export class DuplicateModelError extends Error {
   constructor(
     readonly model: string,
     readonly dirs: readonly string[],
+    positions: readonly number[],
   ) {
-    super(`model ${echo(model)} is in ${dirs.length} model repositories (${dirs.join(', ')}); expected each model name in one repository only`);
+    super(
+      `model ${echo(model)} is in ${dirs.length} model repositories (--model-repository number ${positions.join(' and ')}); ` +
+        'expected each model name in one repository only',
+    );
   }
 }
 
@@ -37,20 +44,28 @@ export class ModelRoots {
 
   /** Every root's directory for the model (a name that passed modelNameProblem), in root order. */
   dirsOf(name: string): string[] {
-    return this.dirs.map((root) => path.join(root, name)).filter((dir) => {
-      try {
-        return statSync(dir).isDirectory();
-      } catch {
-        return false;
-      }
-    });
+    return this.positionsOf(name).map((i) => path.join(this.dirs[i]!, name));
   }
 
   /** The model's one directory; undefined when no root has it. Throws DuplicateModelError when two do. */
   modelDir(name: string): string | undefined {
-    const dirs = this.dirsOf(name);
-    if (dirs.length > 1) throw new DuplicateModelError(name, dirs);
+    const positions = this.positionsOf(name);
+    const dirs = positions.map((i) => path.join(this.dirs[i]!, name));
+    if (dirs.length > 1) throw new DuplicateModelError(name, dirs, positions.map((i) => i + 1));
     return dirs[0];
+  }
+
+  /** The indexes of the roots that have a directory `name`. */
+  private positionsOf(name: string): number[] {
+    const positions: number[] = [];
+    this.dirs.forEach((root, i) => {
+      try {
+        if (statSync(path.join(root, name)).isDirectory()) positions.push(i);
+      } catch {
+        // not in this root
+      }
+    });
+    return positions;
   }
 
   has(name: string): boolean {

@@ -229,6 +229,29 @@ describe('the prefix rule, an unknown flag and a port in use', () => {
   }, 60_000);
 });
 
+describe('several repositories', () => {
+  it('fail a model whose name is in two of them, naming neither path, and serve the others', async () => {
+    const other = await tempRepository((dir) => writeSampleRepository(dir, { only: ['ctr_mlp'] }));
+    try {
+      const server = await startServer(rootB.dir, ['--model-repository', other.dir, '--model-repository', rootA.dir]);
+      servers.push(server);
+      const client = createClient(server.grpcAddress);
+      try {
+        const index = await client.repositoryIndex();
+        const ctr = index.find((m) => m.name === 'ctr_mlp');
+        expect(ctr?.state).toBe('UNAVAILABLE');
+        expect(ctr?.reason).toBe("model 'ctr_mlp' is in 2 model repositories (--model-repository number 2 and 3); expected each model name in one repository only");
+        expect(await client.ready('auto_ctr')).toBe(true);
+        expect(await client.ready()).toBe(false);
+      } finally {
+        client.close();
+      }
+    } finally {
+      await other.remove();
+    }
+  }, 120_000);
+});
+
 describe('--exit-on-error', () => {
   it('ends the process (exit 1) when a start-up model fails, naming it; without it the others serve, unready', async () => {
     const broken = await tempRepository(async (dir) => {

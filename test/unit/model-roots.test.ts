@@ -52,9 +52,11 @@ describe('ModelRoots', () => {
     const roots = new ModelRoots([a, b]);
     expect(roots.dirsOf('shared')).toEqual([path.join(a, 'shared'), path.join(b, 'shared')]);
     expect(() => roots.modelDir('shared')).toThrow(DuplicateModelError);
+    // Named by their place on the command line, not their paths: clients see the message.
     expect(() => roots.modelDir('shared')).toThrow(
-      `model 'shared' is in 2 model repositories (${path.join(a, 'shared')}, ${path.join(b, 'shared')}); expected each model name in one repository only`,
+      "model 'shared' is in 2 model repositories (--model-repository number 1 and 2); expected each model name in one repository only",
     );
+    expect(() => new ModelRoots([b, path.join(base, 'none'), a]).modelDir('shared')).toThrow(/\(--model-repository number 1 and 3\)/);
   });
 
   it("keeps every root's path out of a message for clients", () => {
