@@ -6,7 +6,7 @@
  * `response_cache { enable: true }` in its config.pbtxt.
  */
 import { byteSizeFlag, UsageError } from '../../common/flag-values.js';
-import type { OptionEntry } from '../../common/option-table.js';
+import type { FlagValues, OptionEntry } from '../../common/option-table.js';
 
 export interface CacheOptions {
   /** `--cache-config local,size=BYTES` (or Triton's older `--response-cache-byte-size`): the response cache's size; undefined: no cache. */
@@ -37,7 +37,17 @@ export const CACHE_OPTIONS: readonly OptionEntry<object>[] = [{
     }
   },
   fields: { 'cache-config': 'responseCacheBytes', 'response-cache-byte-size': 'responseCacheBytes' },
+  warn: cacheWarnings,
 }];
+
+/** Triton's caches other than local: accepted with a warning, no cache from them. */
+const TRITON_CACHES: ReadonlySet<string> = new Set(['redis']);
+
+function cacheWarnings(values: FlagValues): string[] {
+  return ((values['cache-config'] ?? []) as readonly string[])
+    .filter((spec) => TRITON_CACHES.has(spec.split(',')[0]!))
+    .map((spec) => `--cache-config ${spec}: no effect here: hotpath has only the local cache (--cache-config local,size=SIZE)`);
+}
 
 /** The cache's size in bytes; undefined: no cache. Throws UsageError. */
 export function cacheSizeBytes(values: { 'cache-config'?: unknown }): number | undefined {
@@ -46,6 +56,8 @@ export function cacheSizeBytes(values: { 'cache-config'?: unknown }): number | u
   for (const spec of specs) {
     const comma = spec.indexOf(',');
     const name = comma < 0 ? spec : spec.slice(0, comma);
+    // Triton's other caches (redis) are not here: warned about (cacheWarnings), not fatal.
+    if (TRITON_CACHES.has(name)) continue;
     if (name !== 'local') {
       throw new UsageError(`--cache-config: expected 'local,<key>=<value>' (the only cache hotpath has), got '${spec}'`);
     }
