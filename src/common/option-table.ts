@@ -157,6 +157,8 @@ export function readFlags(argv: readonly string[], specs: readonly FlagSpec[]): 
   const written = new Map<string, string>();
   for (let i = 0; i < argv.length; i += 1) {
     const token = argv[i]!;
+    // `--` ends the options, and serve takes no other arguments: only a trailing one is allowed.
+    if (token === '--' && i === argv.length - 1) break;
     if (!token.startsWith('--') || token === '--') {
       throw new UsageError(`unexpected argument '${token}'; every option starts with --`);
     }

@@ -56,6 +56,9 @@ describe('readFlags', () => {
     expect(() => readFlags(['--http-port'], SPECS)).toThrow(UsageError);
     expect(() => readFlags(['--http-port'], SPECS)).toThrow(/^--http-port: expected a value \(N\), got none$/);
     expect(() => readFlags(['models'], SPECS)).toThrow(/^unexpected argument 'models'/);
+    // `--` ends the options; nothing may follow it.
+    expect(readFlags(['--http-port=1', '--'], SPECS).values).toEqual({ 'http-port': '1' });
+    expect(() => readFlags(['--', '--http-port=1'], SPECS)).toThrow(/^unexpected argument '--'/);
   });
 });
 
