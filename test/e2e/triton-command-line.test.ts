@@ -229,6 +229,23 @@ describe('the prefix rule, an unknown flag and a port in use', () => {
   }, 60_000);
 });
 
+describe('the sample models with --strict-readiness=true --exit-on-error=true', () => {
+  it('all load, and the server is ready', async () => {
+    const server = await startServer(path.join(PACKAGE_ROOT, 'models'), ['--strict-readiness=true', '--exit-on-error=true']);
+    servers.push(server);
+    const client = createClient(server.grpcAddress);
+    try {
+      expect(await client.ready()).toBe(true);
+      const index = await client.repositoryIndex();
+      expect(index.length).toBeGreaterThanOrEqual(5);
+      for (const model of index) expect(`${model.name}: ${model.state}`).toBe(`${model.name}: READY`);
+      expect((await client.infer('ctr_mlp', features(5))).output<Float32Array>('score').shape).toEqual([1, 1]);
+    } finally {
+      client.close();
+    }
+  }, 180_000);
+});
+
 describe('several repositories', () => {
   it('fail a model whose name is in two of them, naming neither path, and serve the others', async () => {
     const other = await tempRepository((dir) => writeSampleRepository(dir, { only: ['ctr_mlp'] }));
