@@ -107,7 +107,7 @@ export const MEMORY_OPTIONS: readonly OptionEntry<object>[] = [{
     const missingHost = o.device.tenants.find((t) => t.name !== DEFAULT_TENANT && !o.tenants.some((h) => h.name === t.name));
     if (missingHost !== undefined) {
       throw new UsageError(
-        `${name('deviceTenants')} ${missingHost.name}: tenant '${missingHost.name}' has no host quota; add ${name('tenants')} ${missingHost.name}:QUOTA ` +
+        `${name('device.tenants')} ${missingHost.name}: tenant '${missingHost.name}' has no host quota; add ${name('tenants')} ${missingHost.name}:QUOTA ` +
           '(its models also use host memory for request buffers)',
       );
     }
@@ -115,7 +115,7 @@ export const MEMORY_OPTIONS: readonly OptionEntry<object>[] = [{
       throw new UsageError(`${name('device')}: expected an integer in 0..1024, got ${o.device.ordinal}`);
     }
     if (o.device.backend === 'host' && !o.faultInjection) {
-      throw new UsageError(`${name('deviceLedger')} host is a test hook: it needs ${name('faultInjection')}`);
+      throw new UsageError(`${name('device.backend')} host is a test hook: it needs ${name('faultInjection')}`);
     }
     if (!(o.deviceProbeIntervalMs >= 10 && o.deviceProbeIntervalMs <= 3_600_000)) {
       throw new UsageError(`${name('deviceProbeIntervalMs')}: expected a number in 10..3600000 (ms), got ${o.deviceProbeIntervalMs}`);
@@ -127,8 +127,8 @@ export const MEMORY_OPTIONS: readonly OptionEntry<object>[] = [{
     'tenants-file': 'tenants',
     device: 'device',
     'device-memory-capacity': 'device',
-    'tenant-device': 'deviceTenants',
+    'tenant-device': 'device.tenants',
     'device-probe-interval': 'deviceProbeIntervalMs',
-    'device-ledger': 'deviceLedger',
+    'device-ledger': 'device.backend',
   },
 }];
