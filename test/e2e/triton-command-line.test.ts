@@ -269,6 +269,31 @@ describe('several repositories', () => {
   }, 120_000);
 });
 
+describe('several repositories in poll mode', () => {
+  it('load a model that appears in the second root', async () => {
+    const first = await tempRepository((dir) => writeSampleRepository(dir, { only: ['ctr_mlp'] }));
+    const second = await tempRepository(async () => undefined);
+    try {
+      const server = await startServer(first.dir, ['--model-repository', second.dir, '--model-control-mode=poll', '--repository-poll-secs=0.3']);
+      servers.push(server);
+      const client = createClient(server.grpcAddress);
+      try {
+        expect((await client.repositoryIndex()).map((m) => m.name)).toEqual(['ctr_mlp']);
+        await mkdir(path.join(second.dir, 'late_ctr', '1'), { recursive: true });
+        await copyFile(path.join(first.dir, 'ctr_mlp', '1', 'model.onnx'), path.join(second.dir, 'late_ctr', '1', 'model.onnx'));
+        const deadline = Date.now() + 60_000;
+        while (!(await client.ready('late_ctr').catch(() => false)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+        expect((await client.infer('late_ctr', features(9))).output<Float32Array>('score').shape).toEqual([1, 1]);
+      } finally {
+        client.close();
+      }
+    } finally {
+      await first.remove();
+      await second.remove();
+    }
+  }, 120_000);
+});
+
 describe('--exit-on-error', () => {
   it('ends the process (exit 1) when a start-up model fails, naming it; without it the others serve, unready', async () => {
     const broken = await tempRepository(async (dir) => {
