@@ -148,6 +148,11 @@ async function main(argv: string[]): Promise<void> {
   throw new CommandError(command ? `unknown command '${command}'` : 'missing command');
 }
 
+/** The command whose options a usage error is about: a tool's, or serve's (also without a subcommand). */
+function commandOf(first: string | undefined): string {
+  return first === 'archive' || first === 'replay' || first === 'drift-reference' ? first : 'serve';
+}
+
 // Runs only as the program itself: `node dist/src/cli.js`, or the `hotpath`
 // bin link (npx, node_modules/.bin), which resolves to this file. Importing
 // the module never starts a server, whatever the importing script is called.
@@ -168,7 +173,7 @@ if (invokedDirectly()) {
       process.exit(2);
     }
     if (err instanceof UsageError || err instanceof StartupError) {
-      process.stderr.write(`hotpath: ${err.message}\n${err instanceof UsageError ? "(hotpath serve --help lists the options)\n" : ''}`);
+      process.stderr.write(`hotpath: ${err.message}\n${err instanceof UsageError ? `(hotpath ${commandOf(process.argv[2])} --help lists the options)\n` : ''}`);
       process.exit(2);
     }
     process.stderr.write(`hotpath: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
