@@ -6,25 +6,30 @@
  *   server.ready();                         // true once every start-up model is READY
  *   await server.close();                   // or drain() for the graceful shutdown
  *
- * The options are `hotpath serve`'s flags, in camelCase and typed, and their
- * defaults are the command line's: missing options are filled by the same
- * parser (`parseServeOptions`), so an embedded server and `hotpath serve`
- * cannot drift apart. Durations are in ms (`drainDelayMs`), sizes in bytes.
+ * The options are `hotpath serve`'s flags, in camelCase and typed. Their
+ * defaults and checks come from the same options table as the command line's
+ * (cli/serve-options.ts), so an embedded server and `hotpath serve` cannot
+ * drift apart: a bad value throws a RangeError naming the option, as the
+ * command line exits 2 naming the flag. Durations are in ms
+ * (`drainDelayMs`), sizes in bytes.
  *
  * The client is `hotpath/client`.
  */
+import path from 'node:path';
 import type { Logger } from 'pino';
-import { parseServeOptions, type ServeOptions } from './cli.js';
+import { fillServeOptions, type ServeOptions } from './cli/serve-options.js';
+import { UsageError } from './common/flag-values.js';
 import { createRootLogger } from './observability/logger.js';
 import { packageInfo } from './native/loader.js';
 import { HotpathServer, type BoundPorts } from './server/hotpath-server.js';
 
 export type { BoundPorts, ServeOptions };
+export { PortInUseError } from './server/hotpath-server.js';
 
 /** `hotpath serve`'s options; only `modelRepository` is required. */
-export type CreateServerOptions = Partial<Omit<ServeOptions, 'modelRepository'>> & {
-  /** The Triton-layout model repository (`--model-repository`). */
-  readonly modelRepository: string;
+export type CreateServerOptions = Partial<Omit<ServeOptions, 'modelRepositories'>> & {
+  /** The Triton-layout model repository (`--model-repository`), or several, served as one. */
+  readonly modelRepository: string | readonly string[];
   /** Log through this pino logger; default: a new one on stdout (`logLevel`, `logFormat`). */
   readonly logger?: Logger;
 };
@@ -33,7 +38,8 @@ export interface EmbeddedServer {
   /**
    * Binds the ports (the process is live from then on), then loads, warms and
    * checks every start-up model. Resolves with the bound ports (port 0 resolved)
-   * once the repository is loaded; a model that failed leaves `ready()` false.
+   * once the repository is loaded; a model that failed leaves `ready()` false,
+   * or, with `exitOnError`, closes the server and rejects naming it.
    * Call it once.
    */
   start(): Promise<BoundPorts>;
@@ -57,21 +63,21 @@ export interface EmbeddedServer {
 }
 
 export function createServer(options: CreateServerOptions): EmbeddedServer {
-  if (typeof options?.modelRepository !== 'string' || options.modelRepository === '') {
+  const roots = typeof options?.modelRepository === 'string' ? [options.modelRepository] : options?.modelRepository;
+  if (!Array.isArray(roots) || roots.length === 0 || roots.some((dir) => typeof dir !== 'string' || dir === '')) {
     throw new TypeError('createServer: modelRepository is required');
   }
-  const { logger: given, modelRepository, ...overrides } = options;
-  // The command line's defaults, from its own parser; then what the caller set.
-  const defaults = parseServeOptions(['--model-repository', modelRepository]);
-  const filled: ServeOptions = { ...defaults, ...definedOnly(overrides) };
-  checkOptions(filled);
-  const logger = given ?? createRootLogger(filled.logLevel, filled.logFormat);
-  const server = new HotpathServer({
-    ...filled,
-    serverName: 'hotpath',
-    serverVersion: packageInfo().version,
-    logger,
-  });
+  const { logger: given, modelRepository: _repository, ...overrides } = options;
+  let filled: ServeOptions;
+  try {
+    // The table's defaults, what the caller set, then every check the command line makes.
+    filled = fillServeOptions({ ...overrides, modelRepositories: roots.map((dir) => path.resolve(dir)) });
+  } catch (err) {
+    if (err instanceof UsageError) throw new RangeError(`createServer: ${err.message}`);
+    throw err;
+  }
+  const logger = given ?? createRootLogger(filled.logLevel, filled.logFormat, filled.logFile);
+  const server = new HotpathServer({ ...filled, serverVersion: packageInfo().version, logger });
   let ports: BoundPorts | undefined;
   let started: Promise<BoundPorts> | undefined;
   return {
@@ -79,6 +85,11 @@ export function createServer(options: CreateServerOptions): EmbeddedServer {
       started ??= (async () => {
         ports = await server.listen();
         await server.loadModels();
+        const failed = server.failedStartupModels();
+        if (filled.exitOnError && failed.length > 0) {
+          await server.stop();
+          throw new Error(`createServer: exitOnError: start-up models failed to load: ${failed.map((f) => `${f.name} (${f.reason})`).join('; ')}`);
+        }
         return ports;
       })();
       return started;
@@ -90,30 +101,4 @@ export function createServer(options: CreateServerOptions): EmbeddedServer {
     drain: () => server.drain(),
     close: () => server.stop(),
   };
-}
-
-function definedOnly<T extends object>(values: T): Partial<T> {
-  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
-}
-
-/** The checks the command line's parser makes on the values an embedder can set directly. */
-function checkOptions(o: ServeOptions): void {
-  const integer = (name: string, value: number, min: number, max: number) => {
-    if (!Number.isInteger(value) || value < min || value > max) {
-      throw new RangeError(`createServer: ${name}: expected an integer in ${min}..${max}, got ${value}`);
-    }
-  };
-  integer('grpcPort', o.grpcPort, 0, 65535);
-  integer('httpPort', o.httpPort, -1, 65535);
-  integer('metricsPort', o.metricsPort, -1, 65535);
-  integer('intraOpThreads', o.intraOpThreads, 1, 1024);
-  integer('modelLoadConcurrency', o.modelLoadConcurrency, 1, 64);
-  integer('drainDelayMs', o.drainDelayMs, 0, 3_600_000);
-  integer('drainTimeoutMs', o.drainTimeoutMs, 0, 3_600_000);
-  if (!(o.accessLogSampleRate >= 0 && o.accessLogSampleRate <= 1)) {
-    throw new RangeError(`createServer: accessLogSampleRate: expected a number in 0..1, got ${o.accessLogSampleRate}`);
-  }
-  if (!o.allowGrpc && !o.allowHttp) {
-    throw new RangeError('createServer: allowGrpc and allowHttp are both false: nothing would serve');
-  }
 }

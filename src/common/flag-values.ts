@@ -1,12 +1,12 @@
 /**
  * The command line's value parsers, one message format each (the serve
- * command in cli.ts, and the tools' own commands beside their features):
- * `--flag: expected <what>, got '<value>'`. A UsageError exits 2 with the usage.
+ * options' table, common/option-table.ts, and the tools' own commands beside
+ * their features): `--flag: expected <what>, got '<value>'`. A UsageError
+ * exits 2 with its one line.
  *
  * Boolean flags take every form Triton's and hotpath's users write: the bare
- * `--flag`, `--flag=true|false` and `--flag true|false`. node:util's parseArgs
- * cannot give a boolean option a value, so `withBooleanValues` rewrites each
- * boolean flag to `--flag=VALUE` first, and parseArgs sees a string option.
+ * `--flag`, `--flag=true|false` and `--flag true|false` (readFlags in
+ * option-table.ts reads the forms; `booleanFlag` reads the value).
  */
 import { ByteSizeError, parseByteSize } from './byte-size.js';
 
@@ -15,38 +15,6 @@ export class UsageError extends Error {}
 /** Triton's spellings of a boolean value. */
 const TRUE_WORDS = new Set(['true', '1', 'on']);
 const FALSE_WORDS = new Set(['false', '0', 'off']);
-
-/**
- * `argv` with every boolean flag in `booleans` (names without `--`) written
- * `--name=VALUE`: bare → true; a following `true`/`false` token is taken as
- * the value (serve takes no positional arguments, so it can be nothing else;
- * the words are Triton's: true|false|1|0|on|off).
- * Values are checked later, by `booleanFlag`. Stops at `--`.
- */
-export function withBooleanValues(argv: readonly string[], booleans: ReadonlySet<string>): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i += 1) {
-    const token = argv[i]!;
-    if (token === '--') {
-      out.push(...argv.slice(i));
-      break;
-    }
-    const name = token.startsWith('--') && !token.includes('=') ? token.slice(2) : undefined;
-    if (name === undefined || !booleans.has(name)) {
-      out.push(token);
-      continue;
-    }
-    const next = argv[i + 1]?.toLowerCase();
-    // `--flag false` is Triton's form as much as `--flag=false`.
-    if (next !== undefined && (TRUE_WORDS.has(next) || FALSE_WORDS.has(next))) {
-      out.push(`${token}=${argv[i + 1]}`);
-      i += 1;
-    } else {
-      out.push(`${token}=true`);
-    }
-  }
-  return out;
-}
 
 /** A boolean flag's value (as written by withBooleanValues); `fallback` when absent. */
 export function booleanFlag(flag: string, raw: string | undefined, fallback: boolean): boolean;

@@ -16,15 +16,20 @@ import { pino, type Logger, type LevelWithSilent } from 'pino';
 
 export type LogFormat = 'json' | 'pretty';
 
-export function createRootLogger(level: LevelWithSilent, format: LogFormat = 'json'): Logger {
+/**
+ * The root logger, on stdout, or appended to `file` (`--log-file`; written
+ * synchronously like stdout, so the last lines before an exit are there).
+ */
+export function createRootLogger(level: LevelWithSilent, format: LogFormat = 'json', file?: string): Logger {
   const options = {
     level,
     base: { service: 'hotpath' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label: string) => ({ level: label }) },
   };
-  if (format === 'json') return pino(options);
-  const out = pino.destination({ fd: 1, sync: true });
+  if (format === 'json' && file === undefined) return pino(options);
+  const out = file === undefined ? pino.destination({ fd: 1, sync: true }) : pino.destination({ dest: file, sync: true, append: true });
+  if (format === 'json') return pino(options, out);
   return pino(options, { write: (line: string) => out.write(prettyLine(line)) });
 }
 

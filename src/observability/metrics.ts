@@ -77,6 +77,8 @@ export interface MetricsSources {
    * exported, since without the label they would merge.
    */
   readonly tenantLabels?: boolean;
+  /** The CPU utilisation gauge samples at most this often (`--metrics-interval-ms`; default 1000). */
+  readonly cpuSampleIntervalMs?: number | undefined;
 }
 
 export type TenantMemorySource = () => readonly TenantMemoryStats[];
@@ -458,7 +460,7 @@ export class ServerMetrics {
 
   /** Triton's CPU gauges: machine-wide, read at scrape time (host-stats.ts). */
   private defineHostGauges(): void {
-    const cpu = new CpuUtilizationSampler();
+    const cpu = new CpuUtilizationSampler(undefined, this.sources.cpuSampleIntervalMs ?? 1000);
     const gauge = (name: string, help: string, value: () => number) =>
       new Gauge({
         name,

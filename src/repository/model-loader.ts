@@ -43,12 +43,15 @@ import {
   modelLoadTimeoutMs,
   modelTenant,
   readModelConfig,
-  withoutRepositoryPath,
 } from './model-directory.js';
 import type { ModelRecord, ModelRegistry } from './model-registry.js';
+import type { ModelRoots } from './model-roots.js';
 
 export interface ModelLoaderOptions {
-  readonly repository: string;
+  /** The repository's roots (`--model-repository`, repeatable). */
+  readonly roots: ModelRoots;
+  /** max_batch_size given to auto-completed configs of models that can batch (`--backend-config=onnxruntime,default-max-batch-size=N`). */
+  readonly defaultMaxBatchSize?: number;
   /** Default onnxruntime intra-op threads per worker (config parameter `intra_op_thread_count` overrides). */
   readonly intraOpThreads: number;
   readonly faultInjection: boolean;
@@ -113,7 +116,7 @@ export class ModelLoader {
       if (deadline.abandoned) record.loading = [];
       const message = err instanceof Error ? err.message : String(err);
       // The index and the answer are for clients: no server paths in them.
-      const reason = withoutRepositoryPath(message, this.options.repository);
+      const reason = this.options.roots.withoutPaths(message);
       const failedVersion = failure.version;
       if (!hadVersions) {
         record.state = 'UNAVAILABLE';
@@ -151,8 +154,8 @@ export class ModelLoader {
     failure: { version: string },
     deadline: LoadDeadline,
   ): Promise<ModelVersion[]> {
-    const modelDir = path.join(this.options.repository, name);
-    if (!existsSync(modelDir)) throw notFound(missingModelMessage(name));
+    const modelDir = this.options.roots.modelDir(name);
+    if (modelDir === undefined || !existsSync(modelDir)) throw notFound(missingModelMessage(name));
     let config = await readModelConfig(name, modelDir, this.log);
     deadline.throwIfAbandoned();
     const ownLimit = modelLoadTimeoutMs(config, path.join(modelDir, CONFIG_FILENAME));
@@ -210,6 +213,7 @@ export class ModelLoader {
               onDeviceFallback: this.options.onDeviceFallback,
               onStateChange: this.options.onStateChange,
               autoCompleteConfig: this.options.autoCompleteConfig,
+              defaultMaxBatchSize: this.options.defaultMaxBatchSize,
             },
           );
           deadline.throwIfAbandoned();
@@ -242,7 +246,7 @@ export class ModelLoader {
           const startedPool = pool;
           deadline.onAbandon(() => startedPool.abandon());
           deadline.throwIfAbandoned();
-          config = completeConfig(config, name, toTensorInfo(created.io), { file, autoComplete: this.options.autoCompleteConfig });
+          config = completeConfig(config, name, toTensorInfo(created.io), { file, autoComplete: this.options.autoCompleteConfig, defaultMaxBatchSize: this.options.defaultMaxBatchSize });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: echoField(name) }, warning);
           const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances);

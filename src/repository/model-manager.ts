@@ -16,7 +16,7 @@ import { invalidArgument, notFound, unavailable } from '../common/serving-error.
 import { echo, echoField } from '../common/echo.js';
 import { Semaphore } from '../common/semaphore.js';
 import { ModelLoader, type ModelLoaderOptions } from './model-loader.js';
-import { hasModelDirectory, missingModelMessage, modelNameProblem, scanRepository } from './model-directory.js';
+import { missingModelMessage, modelNameProblem } from './model-directory.js';
 import {
   DEFAULT_MODEL_CONTROL,
   loadUnloadRefusal,
@@ -55,7 +55,7 @@ export class ModelManager {
     this.loader = new ModelLoader(options, this.registry, this.log);
     this.control = options.control ?? DEFAULT_MODEL_CONTROL;
     this.poller = this.control.mode !== 'poll' ? undefined : new RepositoryPoller({
-      repository: options.repository,
+      roots: options.roots,
       intervalMs: this.control.pollIntervalMs,
       logger: this.log,
       load: (name) => this.loadModel(name),
@@ -86,9 +86,14 @@ export class ModelManager {
     if (!this.closing) this.poller?.start();
   }
 
-  /** Model directory names in the repository, sorted (see scanRepository). */
+  /** Model directory names in the repository's roots, sorted (see ModelRoots.scan). */
   async scan(): Promise<string[]> {
-    return scanRepository(this.options.repository);
+    return this.options.roots.scan();
+  }
+
+  /** The start-up models with no ready version, each with why. */
+  failedStartupModels(): { readonly name: string; readonly reason: string }[] {
+    return this.registry.failedStartupModels();
   }
 
   /**
@@ -119,7 +124,7 @@ export class ModelManager {
    * the index or in later messages.
    */
   private async loadModel(name: string, coldStart = false): Promise<void> {
-    if (this.registry.get(name) === undefined && !(await hasModelDirectory(this.options.repository, name))) {
+    if (this.registry.get(name) === undefined && !this.options.roots.has(name)) {
       throw notFound(missingModelMessage(name));
     }
     const record = this.registry.record(name);
@@ -131,7 +136,7 @@ export class ModelManager {
         }),
       );
     } catch (err) {
-      if (record.transitionsQueued === 0 && !(await hasModelDirectory(this.options.repository, name))) this.registry.forget(name);
+      if (record.transitionsQueued === 0 && !this.options.roots.has(name)) this.registry.forget(name);
       throw err;
     }
   }

@@ -212,6 +212,14 @@ export class ModelRegistry {
     );
   }
 
+  /** The start-up models with no ready version, each with why (`--exit-on-error` names them). */
+  failedStartupModels(): { readonly name: string; readonly reason: string }[] {
+    return [...this.startupModels]
+      .filter((name) => this.readyVersions(name).length === 0 && this.models.get(name)?.reason !== EVICTED_REASON)
+      .sort()
+      .map((name) => ({ name, reason: this.models.get(name)?.reason ?? '' }));
+  }
+
   /** The index of `onDisk` (the repository's model directories) and every known model, with states; only `visible` ones. */
   index(onDisk: readonly string[], readyOnly: boolean, visible: TenantFilter = ALL_TENANTS): ModelIndexEntry[] {
     const names = [...new Set([...onDisk, ...this.models.keys()])].filter((name) => visible(this.models.get(name)?.tenant)).sort();

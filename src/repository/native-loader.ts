@@ -176,6 +176,8 @@ export interface NativeLoadDeps {
   readonly onStateChange?: (() => void) | undefined;
   /** Off: the config must say everything auto-complete would fill (strict-config.ts). */
   readonly autoCompleteConfig: boolean;
+  /** max_batch_size of auto-completed configs that can batch (`--backend-config=onnxruntime,default-max-batch-size=N`). */
+  readonly defaultMaxBatchSize?: number | undefined;
 }
 
 /**
@@ -204,7 +206,7 @@ deps: NativeLoadDeps,
   let signature: ModelSignature;
   try {
     const parsed = await readPlan(args.modelPath, label, args.config.maxBatchSize);
-    config = completeConfig(args.config, name, toTensorInfo(parsed.io), { file, autoComplete: deps.autoCompleteConfig });
+    config = completeConfig(args.config, name, toTensorInfo(parsed.io), { file, autoComplete: deps.autoCompleteConfig, defaultMaxBatchSize: deps.defaultMaxBatchSize });
     validateModelConfig(config, { file, modelName: name });
     signature = signatureFromConfig(config);
     plan = alignPlan(parsed, signature);

@@ -18,10 +18,10 @@ import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { scanRepository } from './model-directory.js';
+import type { ModelRoots } from './model-roots.js';
 
 export interface RepositoryPollerOptions {
-  readonly repository: string;
+  readonly roots: ModelRoots;
   readonly intervalMs: number;
   readonly logger: Logger;
   /** Loads or reloads a model (never refused by the control mode: the poller is the mode). */
@@ -69,7 +69,7 @@ export class RepositoryPoller {
   async poll(): Promise<void> {
     let onDisk: string[];
     try {
-      onDisk = await scanRepository(this.options.repository);
+      onDisk = await this.options.roots.scan();
     } catch (err) {
       this.options.logger.warn({ error: errorMessage(err) }, 'repository poll: cannot read the repository; trying again next poll');
       return;
@@ -109,7 +109,10 @@ export class RepositoryPoller {
       }
     };
     try {
-      await walk(path.join(this.options.repository, name), '');
+      // Every root's directory of that name: a second copy appearing is a change too (the model then fails, naming both).
+      const dirs = this.options.roots.dirsOf(name);
+      if (dirs.length === 0) return undefined;
+      for (const dir of dirs) await walk(dir, dirs.length > 1 ? dir : '');
     } catch {
       return undefined;
     }

@@ -25,7 +25,7 @@ export function completeConfig(
   config: ModelConfig | undefined,
   modelName: string,
   io: ModelIo,
-  opts: { readonly file: string; readonly autoComplete: boolean },
+  opts: { readonly file: string; readonly autoComplete: boolean; readonly defaultMaxBatchSize?: number | undefined },
 ): ModelConfig {
   if (config === undefined && !opts.autoComplete) {
     throw new ModelConfigError(
@@ -34,7 +34,7 @@ export function completeConfig(
       `no config.pbtxt, and auto-complete is off (${STRICT_FLAGS}): expected a config naming every input and output`,
     );
   }
-  const completed = completeModelConfig(config, modelName, io, { file: opts.file });
+  const completed = completeModelConfig(config, modelName, io, { file: opts.file, defaultMaxBatchSize: opts.defaultMaxBatchSize });
   if (opts.autoComplete || config === undefined) return completed;
   const missing = autoCompletedFields(config, completed);
   if (missing.length > 0) {

@@ -20,6 +20,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { GRPCInferenceService, ModelInferRequestSchema, type ModelInferResponse } from '../generated/grpc_service_pb.js';
 import { ModelManager } from '../repository/model-manager.js';
+import { ModelRoots } from '../repository/model-roots.js';
 import { AccessLog } from '../observability/access-log.js';
 import { createMetricsHttpServer } from '../observability/metrics-http.js';
 import { ServerMetrics } from '../observability/metrics.js';
@@ -34,6 +35,7 @@ import { createRestHttpServer } from './http/rest-server.js';
 import { InferenceRunner } from '../inference/inference-runner.js';
 import { ServerMemory, type DeviceLedgerOptions } from '../tenancy/server-memory.js';
 import { LeakPatrol } from '../patrol/leak-patrol.js';
+import type { PatrolSettings } from '../patrol/patrol-options.js';
 import { DeviceHealth } from '../executor/device-health.js';
 import type { TenantQuota } from '../tenancy/tenant-config.js';
 import type { ModelControlMode } from '../repository/model-control.js';
@@ -61,8 +63,13 @@ import type { ReloadResult } from '../routing/routes-reloader.js';
 
 /** AccessSettings: API keys, the admin tenant and restricted groups (security/caller.ts). */
 export interface ServerOptions extends AccessSettings {
-  readonly modelRepository: string;
+  /** The repository's roots (`--model-repository`, repeatable), served as one repository. */
+  readonly modelRepositories: readonly string[];
   readonly host: string;
+  /** The address the gRPC port binds (`--grpc-address`); default: `host`. */
+  readonly grpcAddress?: string | undefined;
+  /** The address the HTTP port binds (`--http-address`); default: `host`. */
+  readonly httpAddress?: string | undefined;
   readonly grpcPort: number;
   /** -1 disables the HTTP health endpoints. */
   readonly httpPort: number;
@@ -72,6 +79,8 @@ export interface ServerOptions extends AccessSettings {
   readonly metricsAddress?: string | undefined;
   /** `--metrics-tenant-labels` (default true): false, and no metric names a tenant (observability/metrics.ts). */
   readonly metricsTenantLabels?: boolean | undefined;
+  /** `--metrics-interval-ms`: the CPU utilisation gauge samples at most this often (default 1000). */
+  readonly metricsIntervalMs?: number | undefined;
   /** Streams per gRPC connection, idle and request timeouts (`--grpc-max-concurrent-streams`...); defaults in security/connection-limits.ts. */
   readonly connections?: ConnectionLimits | undefined;
   /** Body budget, JSON parse queue, connection caps and timeouts of the doors (`--http-body-budget`...); defaults in security/door-limits.ts. */
@@ -119,6 +128,8 @@ export interface ServerOptions extends AccessSettings {
   readonly repositoryPollSecs: number;
   /** Complete partial configs from the ONNX model (off: `--disable-auto-complete-config`). */
   readonly autoCompleteConfig: boolean;
+  /** max_batch_size of auto-completed configs that can batch (`--backend-config=onnxruntime,default-max-batch-size=N`; default 4). */
+  readonly defaultMaxBatchSize?: number | undefined;
   readonly logFormat: LogFormat;
   /** TLS on the gRPC port (`--grpc-use-ssl...`); undefined: plaintext. */
   readonly grpcTls?: TlsFiles | undefined;
@@ -143,13 +154,7 @@ export interface ServerOptions extends AccessSettings {
   readonly logger: Logger;
 }
 
-export interface PatrolSettings {
-  readonly intervalMs: number;
-  readonly leakThresholdBytes: number;
-  readonly growthBytesPerSecond: number;
-  readonly window: number;
-  readonly maxRestarts: number;
-}
+export type { PatrolSettings };
 
 /** The ports bound; undefined for a front door that is off (`--allow-*=false`, port -1). */
 export interface BoundPorts {
@@ -162,6 +167,8 @@ type Phase = 'starting' | 'serving' | 'draining' | 'stopped';
 
 export class HotpathServer {
   readonly models: ModelManager;
+  /** The repository's roots (`--model-repository`, repeatable). */
+  private readonly roots: ModelRoots;
   readonly metrics: ServerMetrics;
   readonly memory: ServerMemory;
   private readonly runner: InferenceRunner;
@@ -218,6 +225,7 @@ export class HotpathServer {
       connectionCaps(options.doors ?? {}),
       new RefusalLog(options.logger.child({ component: 'connections' })),
     );
+    this.roots = new ModelRoots(options.modelRepositories);
     this.memory = ServerMemory.create({
       capacityBytes: options.memoryCapacityBytes,
       tenants: options.tenants,
@@ -232,7 +240,7 @@ export class HotpathServer {
           this.metrics.observeExecution(version, rows);
         },
       },
-      repository: options.modelRepository,
+      roots: this.roots,
       intraOpThreads: options.intraOpThreads,
       faultInjection: options.faultInjection,
       loadConcurrency: options.modelLoadConcurrency,
@@ -243,6 +251,7 @@ export class HotpathServer {
       deviceProbeIntervalMs: options.deviceProbeIntervalMs ?? 5000,
       onDeviceFallback: (version, reason) => this.metrics.countDeviceFallback(version.modelName, reason),
       autoCompleteConfig: options.autoCompleteConfig,
+      ...(options.defaultMaxBatchSize === undefined ? {} : { defaultMaxBatchSize: options.defaultMaxBatchSize }),
       loadTimeoutMs: options.modelLoadTimeoutMs ?? 0,
       control: {
         mode: options.modelControlMode,
@@ -258,6 +267,7 @@ export class HotpathServer {
       versions: () => this.models.versions(),
       inflightRequests: () => this.runner.inflightRequests,
       tenantLabels: options.metricsTenantLabels,
+      cpuSampleIntervalMs: options.metricsIntervalMs,
     });
     // Native counters, read at scrape time.
     this.metrics.setTenantMemorySource(() => this.memory.tenantStats());
@@ -267,7 +277,7 @@ export class HotpathServer {
     if (archive !== undefined) this.metrics.setArchiveSource(() => archive.counts());
     this.drift = new DriftChecks({
       logger: options.logger,
-      modelDir: (model) => path.join(options.modelRepository, model),
+      modelDir: (model) => this.modelDir(model),
       onDegradedChange: () => this.refreshHealth(),
       isServing: (version) => this.models.versions(version.modelName).some((served) => served === version),
     });
@@ -347,6 +357,20 @@ export class HotpathServer {
     });
   }
 
+  /** The model's directory in the repository's roots (the first root's path when none or two have it: the load reports those). */
+  private modelDir(model: string): string {
+    try {
+      return this.roots.modelDir(model) ?? path.join(this.roots.dirs[0]!, model);
+    } catch {
+      return path.join(this.roots.dirs[0]!, model);
+    }
+  }
+
+  /** The start-up models with no ready version, each with why (`--exit-on-error`). */
+  failedStartupModels(): { readonly name: string; readonly reason: string }[] {
+    return this.models.failedStartupModels();
+  }
+
   /**
    * Ready: serving, every start-up model ready (unless `--strict-readiness`
    * is false), and the device not lost. A lost device leaves the server
@@ -397,7 +421,10 @@ export class HotpathServer {
         this.options.doors?.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
         this.idleStreamFilter(),
       );
-      grpcPort = await this.grpcListener.listen(this.options.host, this.options.grpcPort);
+      const address = this.options.grpcAddress ?? this.options.host;
+      grpcPort = await this.grpcListener.listen(address, this.options.grpcPort).catch((err: unknown) => {
+        throw portError(err, 'grpc', address, this.options.grpcPort);
+      });
     }
     const httpPort = await this.listenHttp(this.options.allowHttp ? this.options.httpPort : -1, () => {
       const server = createRestHttpServer({
@@ -419,7 +446,7 @@ export class HotpathServer {
       this.tls.http?.follow(server);
       this.connectionGate.guard(server, 'http');
       return server;
-    });
+    }, this.options.httpAddress ?? this.options.host, 'http');
     const metricsPort = await this.listenHttp(
       this.options.allowMetrics ? this.options.metricsPort : -1,
       () => {
@@ -429,6 +456,7 @@ export class HotpathServer {
         return server;
       },
       this.options.metricsAddress ?? this.options.host,
+      'metrics',
     );
     const ports = { grpc: grpcPort, http: httpPort, metrics: metricsPort };
     this.log.info(
@@ -545,7 +573,7 @@ export class HotpathServer {
       .sort((a, b) => Number(b.version) - Number(a.version));
     let reference: unknown = versions[0]?.reference ?? null;
     if (versions.length === 0) {
-      const file = await readReference(path.join(this.options.modelRepository, name)).catch(() => undefined);
+      const file = await readReference(this.modelDir(name)).catch(() => undefined);
       reference = file === undefined ? null : { source: file.source, rows: file.rows, created: file.created };
     }
     return { model: name, reference, versions };
@@ -620,15 +648,37 @@ export class HotpathServer {
     return callsDone && poolsClosed;
   }
 
-  private async listenHttp(port: number, make: () => http.Server, host = this.options.host): Promise<number | undefined> {
+  private async listenHttp(port: number, make: () => http.Server, host: string, door: Door): Promise<number | undefined> {
     if (port < 0) return undefined;
     const server = make();
     server.listen(port, host);
-    await once(server, 'listening');
+    await once(server, 'listening').catch((err: unknown) => {
+      throw portError(err, door, host, port);
+    });
     this.httpServers.push(server);
     const address = server.address();
     return typeof address === 'object' && address !== null ? address.port : undefined;
   }
+}
+
+/** A door: the gRPC port, the HTTP port, the metrics port. */
+export type Door = 'grpc' | 'http' | 'metrics';
+
+/** A port another process (or another door) holds: which door, which address and port. */
+export class PortInUseError extends Error {
+  readonly code = 'EADDRINUSE';
+  constructor(
+    readonly door: Door,
+    readonly address: string,
+    readonly port: number,
+  ) {
+    super(`the ${door} port ${port} on ${address} is in use by another process (EADDRINUSE)`);
+  }
+}
+
+/** EADDRINUSE as a PortInUseError naming the door; any other error as it is. */
+function portError(err: unknown, door: Door, address: string, port: number): unknown {
+  return (err as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE' ? new PortInUseError(door, address, port) : err;
 }
 
 function tlsMode(door: ServerTls | undefined): 'off' | 'tls' | 'mutual' {

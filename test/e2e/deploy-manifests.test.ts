@@ -23,7 +23,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
 import type { IContainer } from 'kubernetes-models/v1';
-import { parseServeOptions } from '../../src/cli.js';
+import { parseServeOptions } from '../../src/cli/serve-options.js';
 import { METRIC } from '../../src/observability/metric-names.js';
 import { PACKAGE_ROOT, startServer, type RunningServer } from './helpers/server-process.js';
 import { httpGet } from './helpers/probes.js';
@@ -307,7 +307,7 @@ describe('deploy/kserve', () => {
     expect(container.name).toBe('kserve-container');
     expect(container.args).toContain('--model-store=/mnt/models');
     const options = serveOptionsOf(container);
-    expect(options.modelRepository).toBe('/mnt/models');
+    expect(options.modelRepositories).toEqual(['/mnt/models']);
     expect(container.ports?.[0]?.containerPort).toBe(options.httpPort);
     expect(container.readinessProbe?.httpGet?.path).toBe('/v2/health/ready');
     expect(container.readinessProbe?.httpGet?.port).toBe(options.httpPort);
@@ -338,7 +338,7 @@ describe('Dockerfile', () => {
     expect(JSON.parse(entry![1]!)).toEqual(['node', '/opt/hotpath/dist/src/cli.js']);
     const args = JSON.parse(cmd![1]!) as string[];
     expect(args[0]).toBe('serve');
-    expect(parseServeOptions(args.slice(1)).modelRepository).toBe('/opt/hotpath/models');
+    expect(parseServeOptions(args.slice(1)).modelRepositories).toEqual(['/opt/hotpath/models']);
     // The Kubernetes manifests point at the same layout.
     expect(deployments[0]!.doc.spec.template.spec.containers[0].args).toContain('--model-repository=/opt/hotpath/models');
   });
@@ -349,11 +349,12 @@ describe('a server started with the Deployment args', () => {
 
   beforeAll(async () => {
     const container: IContainer = deployments.find((m) => m.file === 'deployment.yaml')!.doc.spec.template.spec.containers[0];
-    // The manifest's flags as given, then this machine's repository and free ports (later flags win).
-    const args = (container.args ?? []).slice(1);
+    // The manifest's flags as given, but for its repository (repeated roots are all served, as in
+    // Triton, so this machine's repository replaces it), then free ports (a later port flag wins).
+    const args = (container.args ?? []).slice(1).filter((arg) => !/^--model-(repository|store)=/.test(arg));
+    expect(args.length).toBe((container.args ?? []).length - 2);
     server = await startServer(path.join(PACKAGE_ROOT, 'models'), [
       ...args,
-      '--model-repository', path.join(PACKAGE_ROOT, 'models'),
       '--grpc-port', '0', '--http-port', '0', '--metrics-port', '0', '--drain-delay', '0',
     ]);
   }, 120_000);

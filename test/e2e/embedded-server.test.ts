@@ -5,7 +5,9 @@
  * test also proves the `exports` map and the compiled entry points.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, type EmbeddedServer } from 'hotpath';
+import { once } from 'node:events';
+import net from 'node:net';
+import { createServer, PortInUseError, type EmbeddedServer } from 'hotpath';
 import { createClient, status, type HotpathClient } from 'hotpath/client';
 import { sampleRepository } from './helpers/repositories.js';
 
@@ -24,11 +26,38 @@ afterAll(async () => {
 });
 
 describe('createServer', () => {
+  it('rejects start() with a PortInUseError naming the door and the port when the port is taken', async () => {
+    const holder = net.createServer();
+    holder.listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    const port = (holder.address() as net.AddressInfo).port;
+    const taken = createServer({ modelRepository: repository.dir, host: '127.0.0.1', grpcPort: 0, httpPort: port, metricsPort: -1, logLevel: 'silent' });
+    try {
+      const err = await taken.start().then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(PortInUseError);
+      expect(err).toMatchObject({ door: 'http', port, address: '127.0.0.1', code: 'EADDRINUSE' });
+    } finally {
+      await taken.close();
+      holder.close();
+    }
+  });
+
   it('requires a model repository and checks the options it is given', () => {
     expect(() => createServer({} as never)).toThrow(/modelRepository is required/);
     expect(() => createServer({ modelRepository: repository.dir, grpcPort: 70000 })).toThrow(
       /grpcPort: expected an integer in 0\.\.65535, got 70000/,
     );
+    // Every check the command line makes, from the same options table: tenants, TLS files, routes, access.
+    expect(() => createServer({ modelRepository: repository.dir, memoryCapacityBytes: 4096, tenants: [{ name: 'ads', quotaBytes: 8192 }] })).toThrow(
+      /^createServer: tenants ads: quota 8192 bytes exceeds the memory capacity of 4096 bytes$/,
+    );
+    expect(() => createServer({ modelRepository: repository.dir, routesFile: '/nonexistent/routes.yaml' })).toThrow(/^createServer: routesFile: /);
+    expect(() => createServer({
+      modelRepository: repository.dir,
+      httpTls: { certFile: '/nonexistent/server.crt', keyFile: '/nonexistent/server.key', rootCertFile: undefined, mutual: false },
+    })).toThrow(/^createServer: --http-server-cert: cannot read '\/nonexistent\/server\.crt'/);
+    expect(() => createServer({ modelRepository: repository.dir, requireApiKey: true })).toThrow(RangeError);
+    expect(() => createServer({ modelRepository: [] })).toThrow(/modelRepository is required/);
   });
 
   it('starts in-process on port 0, turns ready, scores through hotpath/client and closes', async () => {

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { parseServeOptions } from '../../src/cli.js';
+import { parseServeOptions } from '../../src/cli/serve-options.js';
 import { UsageError } from '../../src/common/flag-values.js';
 import { classifyError, ServingError } from '../../src/common/serving-error.js';
 import { httpStatusOf } from '../../src/common/error-kinds.js';

@@ -8,7 +8,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseServeOptions } from '../../src/cli.js';
+import { parseServeOptions } from '../../src/cli/serve-options.js';
 
 const base = ['--model-repository', 'models'];
 const GiB = 2 ** 30;

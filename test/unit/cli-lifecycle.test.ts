@@ -2,7 +2,7 @@
 // defaults, Triton's boolean forms of --strict-readiness, and one message
 // format for a bad value.
 import { describe, expect, it } from 'vitest';
-import { parseServeOptions } from '../../src/cli.js';
+import { parseServeOptions } from '../../src/cli/serve-options.js';
 
 const base = ['--model-repository', '.'];
 

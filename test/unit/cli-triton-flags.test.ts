@@ -7,8 +7,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseServeOptions } from '../../src/cli.js';
-import { withBooleanValues } from '../../src/common/flag-values.js';
+import { parseServeOptions } from '../../src/cli/serve-options.js';
 import { prettyLine } from '../../src/observability/logger.js';
 import { parseByteSize } from '../../src/tenancy/tenant-config.js';
 
@@ -20,7 +19,7 @@ describe('defaults', () => {
   it('keep today\'s behaviour when no Triton flag is given', () => {
     const options = parseServeOptions(base);
     expect(options).toMatchObject({
-      modelRepository: path.resolve('models'),
+      modelRepositories: [path.resolve('models')],
       maxMessageBytes: 64 * MiB,
       allowGrpc: true,
       allowHttp: true,
@@ -39,13 +38,12 @@ describe('defaults', () => {
 
 describe('aliases', () => {
   it('take --model-store for --model-repository, in both --flag=value and --flag value forms', () => {
-    expect(parseServeOptions(['--model-store=/mnt/models']).modelRepository).toBe('/mnt/models');
-    expect(parseServeOptions(['--model-store', '/mnt/models']).modelRepository).toBe('/mnt/models');
-    // The same value twice is fine; two different repositories are not.
-    expect(parseServeOptions(['--model-store=/mnt/models', '--model-repository=/mnt/models']).modelRepository).toBe('/mnt/models');
-    expect(() => parseServeOptions(['--model-store=/a', '--model-repository=/b'])).toThrow(
-      /--model-repository and --model-store are the same flag; expected one value, got '\/b' and '\/a'/,
-    );
+    expect(parseServeOptions(['--model-store=/mnt/models']).modelRepositories).toEqual(['/mnt/models']);
+    expect(parseServeOptions(['--model-store', '/mnt/models']).modelRepositories).toEqual(['/mnt/models']);
+    // The same root twice is one root; two different ones are both served, as Triton serves them.
+    expect(parseServeOptions(['--model-store=/mnt/models', '--model-repository=/mnt/models']).modelRepositories).toEqual(['/mnt/models']);
+    expect(parseServeOptions(['--model-repository=/b', '--model-store=/a']).modelRepositories).toEqual(['/b', '/a']);
+    expect(parseServeOptions(['--model-repository=/a', '--model-repository', '/b']).modelRepositories).toEqual(['/a', '/b']);
     expect(() => parseServeOptions([])).toThrow(/--model-repository \(or --model-store\) is required/);
   });
 
@@ -110,13 +108,12 @@ describe('boolean flags', () => {
     expect(() => parseServeOptions([...base, '--strict-model-config='])).toThrow(/--strict-model-config: expected true or false .*got ''/);
   });
 
-  it('leave a word that is not a boolean for the next flag, and stop at --', () => {
-    const flags = new Set(['allow-http']);
-    expect(withBooleanValues(['--allow-http', '--grpc-port', '1'], flags)).toEqual(['--allow-http=true', '--grpc-port', '1']);
-    expect(withBooleanValues(['--allow-http', 'false', '--x'], flags)).toEqual(['--allow-http=false', '--x']);
-    expect(withBooleanValues(['--', '--allow-http'], flags)).toEqual(['--', '--allow-http']);
-    // A stray word after a bare boolean is still an error, from parseArgs.
-    expect(() => parseServeOptions([...base, '--allow-http', 'maybe'])).toThrow(/Unexpected argument 'maybe'/);
+  it('leave a word that is not a boolean for the next flag, and refuse a stray word', () => {
+    expect(parseServeOptions([...base, '--allow-http', '--grpc-port', '1'])).toMatchObject({ allowHttp: true, grpcPort: 1 });
+    expect(parseServeOptions([...base, '--allow-http', 'false', '--grpc-port=2'])).toMatchObject({ allowHttp: false, grpcPort: 2 });
+    // A stray word after a bare boolean is an error naming it.
+    expect(() => parseServeOptions([...base, '--allow-http', 'maybe'])).toThrow(/unexpected argument 'maybe'/);
+    expect(() => parseServeOptions([...base, '--', '--allow-http'])).toThrow(/unexpected argument '--'/);
   });
 
   it('refuse turning both inference doors off', () => {
@@ -228,7 +225,9 @@ describe('--log-format', () => {
 });
 
 describe('unknown flags', () => {
-  it('are refused by name', () => {
-    expect(() => parseServeOptions([...base, '--model-repositories=x'])).toThrow(/Unknown option '--model-repositories'/);
+  it('are refused by name, with the nearest known flag', () => {
+    expect(() => parseServeOptions([...base, '--model-repositories=x'])).toThrow(
+      /^unknown option --model-repositories; did you mean --model-repository\?$/,
+    );
   });
 });

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseServeOptions } from '../../src/cli.js';
+import { parseServeOptions } from '../../src/cli/serve-options.js';
 import { readTlsMaterial, ServerTls, TlsFileError, type TlsFiles } from '../../src/security/tls.js';
 import { createCertificateAuthority, type CertificateAuthority } from '../helpers/certificates.js';
 

@@ -11,29 +11,43 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { byteSizeFlag, numberFlag, UsageError } from '../../common/flag-values.js';
+import type { OptionEntry } from '../../common/option-table.js';
 import type { ArchiveSettings } from './payload-archive.js';
 
 const MIN_SEGMENT_BYTES = 4096;
 const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 
-export const ARCHIVE_USAGE = `  --archive DIR                archive sampled requests with their answers or errors in DIR (README,
-                               Data checks); 'hotpath archive ls|cat DIR' inspects it, 'hotpath replay'
-                               sends it to a server
-  --archive-sample-rate R      fraction of requests archived, 0..1 (default 1); a model's config
-                               parameter hotpath_archive_sample_rate overrides it
-  --archive-max-bytes SIZE     the archive's size bound; the oldest segments are deleted (default 1GiB)
-  --archive-segment-size SIZE  segment files are rotated at this size (default 64MiB, at most a
-                               quarter of --archive-max-bytes when that is smaller)
-  --archive-queue-size SIZE    bytes waiting to be written, at most; beyond it records are dropped and
-                               counted in hotpath_archive_dropped_total (default 64MiB)
-`;
-
 const FLAGS = ['archive', 'archive-sample-rate', 'archive-max-bytes', 'archive-segment-size', 'archive-queue-size'] as const;
 
-/** The flags for parseArgs. */
-export function archiveFlagOptions(): Record<(typeof FLAGS)[number], { type: 'string' }> {
-  return Object.fromEntries(FLAGS.map((flag) => [flag, { type: 'string' }])) as Record<(typeof FLAGS)[number], { type: 'string' }>;
+export interface ArchiveOptions {
+  /** `--archive DIR` and its flags: the payload archive; undefined: off. */
+  archive: ArchiveSettings | undefined;
 }
+
+export const ARCHIVE_OPTIONS: readonly OptionEntry<object>[] = [{
+  flags: [
+    { name: 'archive', arg: 'DIR',
+      help: "archive sampled requests with their answers or errors in DIR (README, Data checks); 'hotpath archive ls|cat DIR' inspects it, 'hotpath replay' sends it to a server" },
+    { name: 'archive-sample-rate', arg: 'R',
+      help: "fraction of requests archived, 0..1 (default 1); a model's config parameter hotpath_archive_sample_rate overrides it" },
+    { name: 'archive-max-bytes', arg: 'SIZE', help: "the archive's size bound; the oldest segments are deleted (default 1GiB)" },
+    { name: 'archive-segment-size', arg: 'SIZE', help: 'segment files are rotated at this size (default 64MiB, at most a quarter of --archive-max-bytes when that is smaller)' },
+    { name: 'archive-queue-size', arg: 'SIZE',
+      help: 'bytes waiting to be written, at most; beyond it records are dropped and counted in hotpath_archive_dropped_total (default 64MiB)' },
+  ],
+  defaults: (): ArchiveOptions => ({ archive: undefined }),
+  parse: (values): Partial<ArchiveOptions> => ({ archive: archiveSettings(values) }),
+  check: (o: ArchiveOptions, name) => {
+    const a = o.archive;
+    if (a === undefined) return;
+    if (!(a.sampleRate >= 0 && a.sampleRate <= 1)) throw new UsageError(`${name('archive')}.sampleRate: expected a number in 0..1, got ${a.sampleRate}`);
+    if (!(a.segmentBytes >= MIN_SEGMENT_BYTES && a.segmentBytes <= a.maxBytes)) {
+      throw new UsageError(`${name('archive')}.segmentBytes: expected ${MIN_SEGMENT_BYTES}..maxBytes (${a.maxBytes}), got ${a.segmentBytes}`);
+    }
+    writableDirectory(a.dir);
+  },
+  fields: Object.fromEntries(FLAGS.map((flag) => [flag, 'archive'])),
+}];
 
 /** The archive's settings; undefined without --archive. */
 export function archiveSettings(values: Readonly<Record<string, unknown>>): ArchiveSettings | undefined {
