@@ -76,8 +76,8 @@ if [ ! -s "$modules_archive" ]; then
   say "node_modules: npm install --omit=dev --ignore-scripts (the lock's versions)"
   stage=$(mktemp -d "$cache/modules-stage.XXXXXX")
   cp "$root/package.json" "$root/package-lock.json" "$stage/"
-  # npm install, not npm ci: ci refuses a lock that lags package.json in a
-  # dev-only optional entry, which does not matter for a production tree.
+  # The lock's versions (package-lock.json is copied with package.json);
+  # --ignore-scripts, so no dependency's install script runs here.
   if ! (cd "$stage" && npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) >"$stage.log" 2>&1; then
     cat "$stage.log" >&2
     say "npm install failed"
