@@ -328,7 +328,10 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ARG VARIANT=cpu$/m);
     expect(dockerfile).toMatch(/nvidia\/cuda:.*-runtime-/);
     expect(dockerfile).toMatch(/^USER 10001:10001$/m);
-    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/v2\/health\/ready/m);
+    // The HEALTHCHECK runs deploy/docker/healthcheck.mjs, which asks /v2/health/ready on the
+    // server's own HTTP port (test/e2e/docker-healthcheck.test.ts runs it).
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*deploy\/docker\/healthcheck\.mjs/m);
+    expect(readFileSync(path.join(PACKAGE_ROOT, 'deploy', 'docker', 'healthcheck.mjs'), 'utf8')).toMatch(/\/v2\/health\/ready/);
     expect(dockerfile).toMatch(/^EXPOSE 8000 8001 8002$/m);
   });
 

@@ -170,7 +170,8 @@ describe('response cache size', () => {
     }
   });
 
-  it('refuses a malformed --cache-config', async () => {
-    await expect(serve(['--cache-config', 'redis,size=10'])).rejects.toThrow(/--cache-config.*local/);
+  it('refuses a malformed --cache-config (Triton\'s redis cache is only warned about: test/unit/cache-options.test.ts)', async () => {
+    await expect(serve(['--cache-config', 'memcached,size=10'])).rejects.toThrow(/--cache-config.*local/);
+    await expect(serve(['--cache-config', 'local,bytes=10'])).rejects.toThrow(/--cache-config.*local,size=/);
   });
 });
