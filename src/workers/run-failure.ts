@@ -13,9 +13,9 @@
  */
 import { ClassifiedError } from '../common/classified-error.js';
 import { kindOfExecutionFailure, type ErrorKind } from '../common/error-kinds.js';
-import type { WorkerFailure } from '../native/worker-channel.js';
+import type { WorkerFailure } from '../common/error-kinds.js';
 
-export type { WorkerFailure } from '../native/worker-channel.js';
+export type { WorkerFailure } from '../common/error-kinds.js';
 
 /** A run that failed, as data (a structured clone keeps it whole, unlike an Error's own fields). */
 export interface RunFailure {
