@@ -287,8 +287,8 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
       slice = await this.batcher.enqueueValidated({
         rows: this.unbatched ? 1 : request.rows,
         inputs: request.inputs,
-        // Shapes as sent in unbatched mode; otherwise per row (the batcher adds the rows).
-        dims: this.unbatched ? request.dims : request.dims.map((dims) => dims.slice(1)),
+        // As sent: the batcher reads only the dims its template leaves open.
+        shapes: request.dims,
         priority: request.priority,
         timeoutUs: request.timeoutUs,
         deadlineMs: request.deadlineMs === undefined ? undefined : request.deadlineMs - Date.now(),

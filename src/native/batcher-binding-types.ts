@@ -21,6 +21,12 @@ export interface RawBatcherConfig {
   readonly modelName: string;
   readonly clock: 'steady' | 'manual';
   readonly inputCount: number;
+  /**
+   * Each input's dims without the batch dimension (the full shape when
+   * maxBatchSize is 0), -1 where a request sets its own: read once, here,
+   * so an enqueue passes only its variable dims.
+   */
+  readonly inputDims: readonly (readonly number[])[];
   readonly instanceCount: number;
   readonly maxBatchSize: number;
   readonly preferredBatchSizes: readonly number[];
@@ -147,7 +153,8 @@ export interface BatcherBinding {
     /** Remaining time in µs on the batcher's clock; null: no deadline. */
     deadlineUs: number | null,
     inputs: readonly Uint8Array[],
-    dims: readonly (readonly number[])[],
+    /** The request's dims at the -1 positions of inputDims, in order; null when there are none. */
+    variableDims: readonly number[] | null,
   ): EnqueueResult;
   batcherInstanceIdle(batcher: number): NativeResult<null>;
   batcherInstanceBusy(batcher: number): NativeResult<null>;
