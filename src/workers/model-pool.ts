@@ -280,7 +280,7 @@ export class ModelPool {
       return { outcome };
     } catch (err) {
       // The worker's 'exit' event rejected the task and, in the same event, recorded it (worker-exits.ts).
-      const exit = this.tasks.settle(taskId);
+      const exit = this.tasks.settleFailed(taskId);
       if (exit !== undefined) return { exit };
       throw err;
     }

@@ -11,6 +11,15 @@
  * same 'exit' event, so the record is there by the time the pool's `await`
  * resumes: `settle(taskId)` then says whether, and how, the task's worker died.
  *
+ * A task can also die with a worker that never started it: piscina had
+ * posted it to a worker that exited (idle from its own point of view, say
+ * after a natively handed batch ended it) before reading it. That worker's
+ * slot names no task, so its exit is kept as unclaimed until the event loop
+ * moves on (setImmediate): piscina rejects the tasks of an exiting worker
+ * from inside that worker's 'exit' event, so their rejections are handled
+ * within the same turn, before the unclaimed exit is dropped. One unclaimed
+ * exit explains at most one failed task (a worker runs one task at a time).
+ *
  * Cost per task: one Atomics.store in the worker, one Map set and delete in
  * the main thread. The table is read only when a worker exits.
  *
@@ -57,6 +66,8 @@ export class TaskLedger {
   readonly #cells: Int32Array;
   /** Tasks submitted and not yet settled; a value once the task's worker exited under it. */
   readonly #running = new Map<number, WorkerExit | undefined>();
+  /** Exits this turn of this pool's workers that named no running task (see above). */
+  readonly #unclaimed: WorkerExit[] = [];
   #nextId = 1;
 
   /**
@@ -79,11 +90,21 @@ export class TaskLedger {
     return id;
   }
 
-  /** Forgets task `id`; how its worker exited while running it, if it did. */
-  settle(id: number): WorkerExit | undefined {
+  /** Forgets task `id`, which succeeded. */
+  settle(id: number): void {
+    this.#running.delete(id);
+  }
+
+  /**
+   * Forgets task `id`, which failed: how its worker exited under it, if it
+   * did. A task its worker marked is matched exactly; otherwise an exit this
+   * turn of one of this pool's workers that had not started a task accounts
+   * for it (and is used up).
+   */
+  settleFailed(id: number): WorkerExit | undefined {
     const exit = this.#running.get(id);
     this.#running.delete(id);
-    return exit;
+    return exit ?? this.#unclaimed.shift();
   }
 
   /** Called for every exit of a Worker this thread created; ignores other pools' workers. */
@@ -94,7 +115,13 @@ export class TaskLedger {
       const task = Atomics.load(cells, slot + 1);
       Atomics.store(cells, slot + 1, 0);
       Atomics.store(cells, slot, 0);
-      if (task !== 0 && this.#running.has(task)) this.#running.set(task, { threadId: workerThreadId, exitCode });
+      const exit = { threadId: workerThreadId, exitCode };
+      if (task !== 0 && this.#running.has(task)) {
+        this.#running.set(task, exit);
+      } else {
+        if (this.#unclaimed.length === 0) setImmediate(() => (this.#unclaimed.length = 0)).unref();
+        this.#unclaimed.push(exit);
+      }
       return;
     }
   }

@@ -1,7 +1,8 @@
 // A pool's task table (src/workers/worker-exits.ts) with real worker threads:
 // a task is known to have died with its worker from the worker's exit (its
-// code), never from an error's wording; a task the worker finished, a worker
-// of another table, and a worker that exits idle take no task down.
+// code), never from an error's wording; a task the worker finished and a
+// worker of another table take no task down; the exit of a worker that had
+// not started a task explains one failed task, in that turn only.
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -18,6 +19,7 @@ const compiled = pathToFileURL(
  * clears it when `finish` is set, and exits with `exitCode`.
  */
 function runWorker(table: SharedArrayBuffer, taskId: number, exitCode: number, finish = false): Promise<number> {
+  // taskId 0: the worker claims its slot and exits without starting a task.
   const code = `
     const { workerData, parentPort } = require('node:worker_threads');
     import(workerData.module).then(({ claimTaskSlot }) => {
@@ -47,18 +49,20 @@ describe('TaskLedger', () => {
     const tasks = ledger(2);
     const id = tasks.begin();
     expect(await runWorker(tasks.table, id, 70)).toBe(70);
-    const exit = tasks.settle(id);
+    const exit = tasks.settleFailed(id);
     expect(exit?.exitCode).toBe(70);
     expect(exit?.threadId).toBeGreaterThan(0);
     // Settled once: the record is gone.
-    expect(tasks.settle(id)).toBeUndefined();
+    expect(tasks.settleFailed(id)).toBeUndefined();
   });
 
   it('takes down no task when the worker cleared its mark before exiting', async () => {
     const tasks = ledger(2);
     const id = tasks.begin();
     await runWorker(tasks.table, id, 0, true);
-    expect(tasks.settle(id)).toBeUndefined();
+    // Its exit was idle, so it may explain one failure this turn; it is no record of this task.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(tasks.settleFailed(id)).toBeUndefined();
   });
 
   it("ignores the exit of another table's worker, and frees the slot of a worker that exited", async () => {
@@ -67,12 +71,12 @@ describe('TaskLedger', () => {
     const id = mine.begin();
     const otherId = other.begin();
     await runWorker(other.table, otherId, 70);
-    expect(mine.settle(id)).toBeUndefined();
-    expect(other.settle(otherId)?.exitCode).toBe(70);
+    expect(mine.settleFailed(id)).toBeUndefined();
+    expect(other.settleFailed(otherId)?.exitCode).toBe(70);
     // One slot: the dead worker's was freed on its exit, so the next worker can claim it.
     const again = other.begin();
     await runWorker(other.table, again, 71);
-    expect(other.settle(again)?.exitCode).toBe(71);
+    expect(other.settleFailed(again)?.exitCode).toBe(71);
   });
 
   it('records nothing for a task that was already settled when its worker exited', async () => {
@@ -80,7 +84,22 @@ describe('TaskLedger', () => {
     const id = tasks.begin();
     tasks.settle(id);
     await runWorker(tasks.table, id, 70);
-    expect(tasks.settle(id)).toBeUndefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(tasks.settleFailed(id)).toBeUndefined();
+  });
+
+  it('lets the exit of a worker that had started no task explain one failed task, in the same turn only', async () => {
+    const tasks = ledger(2);
+    const [posted, other] = [tasks.begin(), tasks.begin()];
+    // As piscina does: the task was posted to a worker that exited before reading it.
+    await runWorker(tasks.table, 0, 70);
+    expect(tasks.settleFailed(posted)?.exitCode).toBe(70);
+    // Used up: it explains no second failure.
+    expect(tasks.settleFailed(other)).toBeUndefined();
+    const late = tasks.begin();
+    await runWorker(tasks.table, 0, 70);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(tasks.settleFailed(late)).toBeUndefined();
   });
 
   it('hands out distinct non-zero ids', () => {
