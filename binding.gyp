@@ -11,6 +11,7 @@
       'target_name': 'hotpath_native',
       'sources': [
         'native/common/build_info.cc',
+        'native/common/failure_kind.cc',
         'native/common/status.cc',
         'native/device/device_info.cc',
         'native/device/host_memory.cc',
@@ -60,6 +61,7 @@
         'native/napi/device_binding.cc',
         'native/napi/executor_binding.cc',
         'native/napi/executor_binding_values.cc',
+        'native/napi/failure_vocabulary_binding.cc',
         'native/napi/memory_trimmer_binding.cc',
         'native/napi/process_exit_binding.cc',
         'native/napi/result_js.cc',

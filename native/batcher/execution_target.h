@@ -13,10 +13,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "batcher/batch_memory.h"
 #include "batcher/batcher.h"
+#include "common/failure_kind.h"
 #include "common/status.h"
 
 namespace hotpath::batcher {
@@ -36,6 +39,38 @@ enum class ExecutionFailure : int32_t {
 // "NONE", "INVALID", "DEVICE_TRANSIENT", "DEVICE_LOST", "RESOURCE_EXHAUSTED",
 // "SHUTDOWN", "INTERNAL", "WORKER_CRASHED", "DEADLINE". Never null.
 const char* ExecutionFailureName(ExecutionFailure failure);
+
+// Every failure, kNone first (for tests and the exported vocabulary).
+inline constexpr ExecutionFailure kAllExecutionFailures[] = {
+    ExecutionFailure::kNone,     ExecutionFailure::kInvalid,  ExecutionFailure::kDeviceTransient,
+    ExecutionFailure::kDeviceLost, ExecutionFailure::kResourceExhausted, ExecutionFailure::kShutdown,
+    ExecutionFailure::kInternal, ExecutionFailure::kWorkerCrashed, ExecutionFailure::kDeadline,
+};
+
+// The status code of a failure known only by its type (a worker's report):
+// INVALID_ARGUMENT, UNAVAILABLE for the device faults, SHUTDOWN and
+// WORKER_CRASHED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, INTERNAL; OK for kNone.
+StatusCode StatusCodeOf(ExecutionFailure failure);
+
+// Its kind in the shared vocabulary (common/failure_kind.h). The device
+// faults are 'unavailable' (a caller normally re-runs the batch on the CPU
+// instead of failing it); kNone is 'internal' (a failed outcome that names
+// no failure is a bug).
+FailureKind KindOf(ExecutionFailure failure);
+
+// Whether an onnxruntime worker may report this failure by name
+// (workerBatchDone; TypeScript's WorkerFailure): INVALID, INTERNAL, DEADLINE,
+// RESOURCE_EXHAUSTED. The others are decided natively, never by a worker.
+bool WorkerMayReport(ExecutionFailure failure);
+
+// The failure a worker reported by `name`, if it is one WorkerMayReport
+// allows; nullopt otherwise.
+std::optional<ExecutionFailure> WorkerFailureNamed(std::string_view name);
+
+// What a batch whose output memory could not be allocated fails with:
+// RESOURCE_EXHAUSTED when the memory refused for room (a quota, the arena's
+// capacity), INTERNAL for anything else.
+ExecutionFailure FailureOfAllocation(const Status& status);
 
 struct BatchOutcome {
   Status status;  // OK, or why the batch failed

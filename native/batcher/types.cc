@@ -88,28 +88,48 @@ const char* RejectKindName(RejectKind kind) {
   return "UNKNOWN";
 }
 
+StatusCode RejectStatusCode(RejectKind kind) {
+  switch (kind) {
+    case RejectKind::kQueueFull:
+    case RejectKind::kShutdown: return StatusCode::kUnavailable;
+    case RejectKind::kTimeout:
+    case RejectKind::kDeadlineExceeded: return StatusCode::kDeadlineExceeded;
+    case RejectKind::kOverQuota: return StatusCode::kResourceExhausted;
+    case RejectKind::kInvalid: return StatusCode::kInvalidArgument;
+  }
+  return StatusCode::kInternal;
+}
+
+FailureKind KindOf(RejectKind kind) {
+  switch (kind) {
+    case RejectKind::kQueueFull: return FailureKind::kQueueFull;
+    case RejectKind::kTimeout: return FailureKind::kTimeout;
+    case RejectKind::kDeadlineExceeded: return FailureKind::kDeadline;
+    case RejectKind::kShutdown: return FailureKind::kShutdown;
+    case RejectKind::kOverQuota: return FailureKind::kOverQuota;
+    case RejectKind::kInvalid: return FailureKind::kInvalid;
+  }
+  return FailureKind::kInternal;
+}
+
 Status ToStatus(const Rejection& rejection) {
   const std::string model = "model '" + rejection.model + "': ";
+  const StatusCode code = RejectStatusCode(rejection.kind);
   switch (rejection.kind) {
     case RejectKind::kQueueFull:
-      return Status(StatusCode::kUnavailable,
-                    model + "queue full (max_queue_size " + std::to_string(rejection.limit) +
-                        " at priority level " + std::to_string(rejection.priority_level) + ")");
+      return Status(code, model + "queue full (max_queue_size " + std::to_string(rejection.limit) +
+                              " at priority level " + std::to_string(rejection.priority_level) + ")");
     case RejectKind::kTimeout:
-      return Status(StatusCode::kDeadlineExceeded,
-                    model + "request timed out after " + std::to_string(rejection.limit) +
-                        " us in the queue (timeout_action REJECT); it was not executed");
+      return Status(code, model + "request timed out after " + std::to_string(rejection.limit) +
+                              " us in the queue (timeout_action REJECT); it was not executed");
     case RejectKind::kDeadlineExceeded:
-      return Status(StatusCode::kDeadlineExceeded,
-                    model + "deadline exceeded while queued; the request was not executed");
+      return Status(code, model + "deadline exceeded while queued; the request was not executed");
     case RejectKind::kShutdown:
-      return Status(StatusCode::kUnavailable,
-                    model + "batcher shut down before the request was executed");
+      return Status(code, model + "batcher shut down before the request was executed");
     case RejectKind::kOverQuota:
-      return Status(StatusCode::kResourceExhausted,
-                    model + "no room for the request's inputs in batch memory");
+      return Status(code, model + "no room for the request's inputs in batch memory");
     case RejectKind::kInvalid:
-      return Status(StatusCode::kInvalidArgument, model + "invalid request");
+      return Status(code, model + "invalid request");
   }
   return Status(StatusCode::kInternal, model + "unknown rejection");
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/failure_kind.h"
 #include "common/status.h"
 
 namespace hotpath::batcher {
@@ -83,8 +84,8 @@ enum class RequestState {
 };
 const char* RequestStateName(RequestState state);
 
-// Why a request was refused or dropped. TypeScript maps these to gRPC codes
-// (see ToStatus for the suggested code).
+// Why a request was refused or dropped. Each crosses to JS as its name, with
+// its status code and its kind in the shared vocabulary (common/failure_kind.h).
 enum class RejectKind {
   kQueueFull,         // UNAVAILABLE, at enqueue
   kTimeout,           // DEADLINE_EXCEEDED: queue timeout with timeout_action REJECT
@@ -96,6 +97,19 @@ enum class RejectKind {
 // "QUEUE_FULL", "TIMEOUT", "DEADLINE_EXCEEDED", "SHUTDOWN", "OVER_QUOTA",
 // "INVALID".
 const char* RejectKindName(RejectKind kind);
+
+// Every rejection reason (for tests and the exported vocabulary).
+inline constexpr RejectKind kAllRejectKinds[] = {
+    RejectKind::kQueueFull, RejectKind::kTimeout,   RejectKind::kDeadlineExceeded,
+    RejectKind::kShutdown,  RejectKind::kOverQuota, RejectKind::kInvalid,
+};
+
+// The status code a rejection is answered with (ToStatus's code).
+StatusCode RejectStatusCode(RejectKind kind);
+
+// Its kind: QUEUE_FULL queue_full, TIMEOUT timeout, DEADLINE_EXCEEDED
+// deadline, SHUTDOWN shutdown, OVER_QUOTA over_quota, INVALID invalid.
+FailureKind KindOf(RejectKind kind);
 
 struct Rejection {
   RejectKind kind = RejectKind::kShutdown;

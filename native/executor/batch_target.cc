@@ -109,11 +109,8 @@ void ExecutorTarget::Execute(SealedBatch batch, std::function<void(SealedBatch, 
     const batcher::BufferSpec spec{memory_owner_, batch.batch_id, static_cast<uint32_t>(i), bytes};
     Result<batcher::MemoryBlock> block = output_memory_->Allocate(spec);
     if (!block.ok()) {
-      const ExecutionFailure failure = block.status().code() == StatusCode::kResourceExhausted
-                                           ? ExecutionFailure::kResourceExhausted
-                                           : ExecutionFailure::kInternal;
       pending->outputs.clear();  // frees what was allocated
-      done(std::move(batch), Failure(failure, block.status()));
+      done(std::move(batch), Failure(batcher::FailureOfAllocation(block.status()), block.status()));
       return;
     }
     pending->outputs.emplace_back(output_memory_, block.value(), spec);

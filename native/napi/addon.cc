@@ -12,6 +12,7 @@
 #include "napi/build_info_binding.h"
 #include "napi/device_binding.h"
 #include "napi/executor_binding.h"
+#include "napi/failure_vocabulary_binding.h"
 #include "napi/memory_trimmer_binding.h"
 #include "napi/process_exit_binding.h"
 #include "napi/worker_binding.h"
@@ -23,6 +24,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   hotpath::napi::AddonData::Install(env);
   hotpath::napi::RegisterBuildInfoBinding(env, exports);
   hotpath::napi::RegisterDeviceBinding(env, exports);
+  hotpath::napi::RegisterFailureVocabularyBinding(env, exports);
   hotpath::napi::RegisterProcessExitBinding(env, exports);
   // Registered before the others, so its cleanup hook (stopping the trimmer) runs after theirs.
   hotpath::napi::RegisterMemoryTrimmerBinding(env, exports);

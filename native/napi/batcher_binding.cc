@@ -58,6 +58,14 @@ struct Instance {
   std::shared_ptr<bt::ArenaBatchMemory> memory;  // inputs, and outputs of executed batches
   uint64_t owner = 0;                            // arena owner of the model version
   uint32_t input_count = 0;
+  // Each input's dims as the version fixes them (-1: given per request), and
+  // how many -1s there are in all: read once at create, so an enqueue passes
+  // only the variable dims.
+  std::vector<DimsTemplate> input_dims;
+  uint32_t variable_dims = 0;
+  // Reused by every enqueue (JS thread only; Enqueue copies what it keeps),
+  // so the steady state allocates no dims vectors per request.
+  bt::EnqueueRequest scratch;
   // Shared (weakly) with target completions, which give instances back.
   std::shared_ptr<bt::Batcher> batcher;
   std::shared_ptr<BatchDispatch> dispatch;
@@ -220,6 +228,8 @@ Napi::Value CreateJs(const Napi::CallbackInfo& info) {
   instance->memory = memory.value();
   instance->owner = a.config.memory_owner;
   instance->input_count = a.config.input_count;
+  for (const DimsTemplate& t : a.input_dims) instance->variable_dims += static_cast<uint32_t>(t.variable.size());
+  instance->input_dims = std::move(a.input_dims);
   if (a.manual_clock) {
     instance->manual = std::make_shared<bt::ManualClock>();
     instance->clock = instance->manual;
@@ -266,13 +276,14 @@ Napi::Value CreateJs(const Napi::CallbackInfo& info) {
   return OkResult(env, Napi::Number::New(env, instance->id));
 }
 
-// (batcher, requestId, rows, priority, timeoutUs, deadlineUs | null, inputs, dims)
+// (batcher, requestId, rows, priority, timeoutUs, deadlineUs | null, inputs, variableDims | null)
 Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Result<Instance*> found = InstanceOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
   Instance& instance = *found.value();
-  bt::EnqueueRequest request;
+  bt::EnqueueRequest& request = instance.scratch;
+  request.deadline.reset();
   Result<uint64_t> id = ToU64(info[1], "requestId");
   Result<uint64_t> rows = ToU64(info[2], "rows");
   Result<uint64_t> priority = ToU64(info[3], "priority");
@@ -293,7 +304,9 @@ Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
     request.deadline = instance.clock->Now() +
                        std::chrono::microseconds(std::min(remaining.value(), kMaxMicroseconds));
   }
-  if (Status s = ToRequestInputs(info[6], info[7], &request.inputs); !s.ok()) return ErrorResult(env, s);
+  if (Status s = ToRequestInputs(info[6], info[7], instance.input_dims, instance.variable_dims, &request.inputs); !s.ok()) {
+    return ErrorResult(env, s);
+  }
 
   // Copies the inputs. A batch it finds ready is dispatched from here, but
   // dispatch only posts to a ThreadSafeFunction or a worker: JS is never

@@ -62,6 +62,36 @@ Result<QueuePolicy> ToQueuePolicy(const Napi::Value& value) {
   return policy;
 }
 
+// [[dim | -1, ...], ...]: one template per input.
+Result<std::vector<DimsTemplate>> ToDimsTemplates(const Napi::Value& value, uint32_t input_count) {
+  if (!value.IsArray()) return Bad("inputDims must be an array");
+  Napi::Array inputs = value.As<Napi::Array>();
+  if (inputs.Length() != input_count) {
+    return Bad("inputDims: expected " + std::to_string(input_count) + " entries (inputCount), got " +
+               std::to_string(inputs.Length()));
+  }
+  std::vector<DimsTemplate> templates(inputs.Length());
+  for (uint32_t i = 0; i < inputs.Length(); ++i) {
+    Napi::Value entry = inputs.Get(i);
+    if (!entry.IsArray()) return Bad("inputDims[" + std::to_string(i) + "] must be an array");
+    Napi::Array dims = entry.As<Napi::Array>();
+    DimsTemplate& t = templates[i];
+    for (uint32_t d = 0; d < dims.Length(); ++d) {
+      Napi::Value dim = dims.Get(d);
+      if (dim.IsNumber() && dim.As<Napi::Number>().DoubleValue() == -1) {
+        t.variable.push_back(d);
+        t.dims.push_back(-1);
+        continue;
+      }
+      Result<uint64_t> fixed = ToU64(dim, "inputDims[][]");
+      if (!fixed.ok()) return fixed.status();
+      if (fixed.value() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Bad("inputDims: dim too large");
+      t.dims.push_back(static_cast<int64_t>(fixed.value()));
+    }
+  }
+  return templates;
+}
+
 Status ReadU32Field(const Napi::Object& o, const char* name, uint32_t* target) {
   Result<uint32_t> number = ToU32(o.Get(name), name);
   if (!number.ok()) return number.status();
@@ -105,6 +135,10 @@ Result<BatcherCreateArgs> ToBatcherCreateArgs(const Napi::Value& value) {
     if (Status s = ReadU32Field(o, name, target); !s.ok()) return s;
   }
 
+  Result<std::vector<DimsTemplate>> templates = ToDimsTemplates(o.Get("inputDims"), c.input_count);
+  if (!templates.ok()) return templates.status();
+  args.input_dims = std::move(templates).value();
+
   Napi::Value preferred = o.Get("preferredBatchSizes");
   if (!preferred.IsArray()) return Bad("preferredBatchSizes must be an array");
   Napi::Array sizes = preferred.As<Napi::Array>();
@@ -133,13 +167,23 @@ Result<BatcherCreateArgs> ToBatcherCreateArgs(const Napi::Value& value) {
   return args;
 }
 
-Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& dims,
+Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& variable_dims,
+                       const std::vector<DimsTemplate>& templates, uint32_t variable_count,
                        std::vector<batcher::RequestInput>* out) {
-  if (!inputs.IsArray() || !dims.IsArray()) return Bad("inputs and dims must be arrays");
+  if (!inputs.IsArray()) return Bad("inputs must be an array");
   Napi::Array data = inputs.As<Napi::Array>();
-  Napi::Array shapes = dims.As<Napi::Array>();
-  if (data.Length() != shapes.Length()) return Bad("inputs and dims must have the same length");
+  Napi::Array values;
+  if (variable_count > 0) {
+    if (!variable_dims.IsArray()) return Bad("variableDims must be an array of " + std::to_string(variable_count) + " dims");
+    values = variable_dims.As<Napi::Array>();
+    if (values.Length() != variable_count) {
+      return Bad("variableDims: expected " + std::to_string(variable_count) + " dims, got " + std::to_string(values.Length()));
+    }
+  } else if (!variable_dims.IsNull() && !variable_dims.IsUndefined()) {
+    return Bad("variableDims must be null: every dim of this model is fixed");
+  }
   out->resize(data.Length());
+  uint32_t next = 0;
   for (uint32_t i = 0; i < data.Length(); ++i) {
     Napi::Value bytes = data.Get(i);
     if (!bytes.IsTypedArray()) return Bad("inputs[" + std::to_string(i) + "] must be a TypedArray");
@@ -149,15 +193,17 @@ Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& dims,
     // Borrowed: the batcher copies it during Enqueue, before this call returns.
     input.data = input.bytes == 0 ? nullptr
                                   : static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
-    Napi::Value shape = shapes.Get(i);
-    if (!shape.IsArray()) return Bad("dims[" + std::to_string(i) + "] must be an array");
-    Napi::Array list = shape.As<Napi::Array>();
-    input.dims.resize(list.Length());
-    for (uint32_t d = 0; d < list.Length(); ++d) {
-      Result<uint64_t> dim = ToU64(list.Get(d), "dims[][]");
+    if (i >= templates.size()) {
+      input.dims.clear();
+      continue;
+    }
+    const DimsTemplate& t = templates[i];
+    input.dims.assign(t.dims.begin(), t.dims.end());
+    for (uint32_t position : t.variable) {
+      Result<uint64_t> dim = ToU64(values.Get(next++), "variableDims[]");
       if (!dim.ok()) return dim.status();
-      if (dim.value() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Bad("dim too large");
-      input.dims[d] = static_cast<int64_t>(dim.value());
+      if (dim.value() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Bad("variableDims: dim too large");
+      input.dims[position] = static_cast<int64_t>(dim.value());
     }
   }
   return Status::Ok();

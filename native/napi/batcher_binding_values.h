@@ -15,20 +15,36 @@
 
 namespace hotpath::napi {
 
+// One input's dims as its model version fixes them (without the batch
+// dimension; the full shape when max_batch_size is 0), -1 where each request
+// gives its own. Read once, at batcherCreate, so an enqueue carries only the
+// variable dims across the N-API boundary.
+struct DimsTemplate {
+  std::vector<int64_t> dims;
+  std::vector<uint32_t> variable;  // positions of the -1 entries, ascending
+};
+
 // Everything batcherCreate needs besides the event callback.
 struct BatcherCreateArgs {
   batcher::BatcherConfig config;
   std::string arena;   // registered arena name
   std::string tenant;  // tenant name in that arena
   bool manual_clock = false;
+  std::vector<DimsTemplate> input_dims;  // config.input_count entries, model order
 };
 
 // The raw config object of src/native/batcher-binding-types.ts (RawBatcherConfig).
 Result<BatcherCreateArgs> ToBatcherCreateArgs(const Napi::Value& value);
 
-// One enqueue's inputs: `inputs` (TypedArrays, borrowed for the call) and
-// `dims` (arrays of non-negative integers), one per model input.
-Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& dims,
+// One enqueue's inputs: `inputs` (TypedArrays, borrowed for the call), one
+// per model input, and `variable_dims`: null when no template has a -1,
+// otherwise an array of `variable_count` non-negative integers, the -1
+// entries of the templates in order. Each input's dims are its template with
+// those filled in. Inputs past the templates get no dims (the batcher then
+// refuses the request for its input count). `out` may be reused across
+// calls: its vectors keep their capacity.
+Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& variable_dims,
+                       const std::vector<DimsTemplate>& templates, uint32_t variable_count,
                        std::vector<batcher::RequestInput>* out);
 
 // {type:'batch', batchId, rows, requests:[...], inputs:[{blockId, bytes, capacity, shape}]}

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -302,22 +303,6 @@ Napi::Value ChannelCloseJs(const Napi::CallbackInfo& info) {
   return OkResult(env, Napi::Boolean::New(env, true));
 }
 
-bt::ExecutionFailure FailureNamed(const std::string& name) {
-  if (name == "INVALID") return bt::ExecutionFailure::kInvalid;
-  if (name == "DEADLINE") return bt::ExecutionFailure::kDeadline;
-  if (name == "RESOURCE_EXHAUSTED") return bt::ExecutionFailure::kResourceExhausted;
-  return bt::ExecutionFailure::kInternal;
-}
-
-StatusCode CodeFor(bt::ExecutionFailure failure) {
-  switch (failure) {
-    case bt::ExecutionFailure::kInvalid: return StatusCode::kInvalidArgument;
-    case bt::ExecutionFailure::kDeadline: return StatusCode::kDeadlineExceeded;
-    case bt::ExecutionFailure::kResourceExhausted: return StatusCode::kResourceExhausted;
-    default: return StatusCode::kInternal;
-  }
-}
-
 Result<std::vector<int64_t>> ToDims(const Napi::Value& value, const char* what) {
   if (!value.IsArray()) return Status(StatusCode::kInvalidArgument, std::string(what) + " must be an array");
   Napi::Array array = value.As<Napi::Array>();
@@ -409,16 +394,16 @@ Napi::Value BatchDoneJs(const Napi::CallbackInfo& info) {
       if (success.ok()) {
         outcome = std::move(success).value();
       } else {
-        const bt::ExecutionFailure failure = success.status().code() == StatusCode::kResourceExhausted
-                                                 ? bt::ExecutionFailure::kResourceExhausted
-                                                 : bt::ExecutionFailure::kInternal;
-        outcome = FailedOutcome(failure, success.status());
+        // The only refusal with a type of its own is the output copy's allocation.
+        outcome = FailedOutcome(bt::FailureOfAllocation(success.status()), success.status());
       }
     } else {
+      // A name a worker may not report (or none) is a bug in the worker: INTERNAL.
       Result<std::string> failure = ToText(result.Get("failure"), "outcome.failure");
       Result<std::string> message = ToText(result.Get("message"), "outcome.message");
-      const bt::ExecutionFailure kind = FailureNamed(failure.ok() ? failure.value() : "INTERNAL");
-      outcome = FailedOutcome(kind, Status(CodeFor(kind), message.ok() ? message.value() : "the worker's run failed"));
+      const bt::ExecutionFailure kind =
+          (failure.ok() ? bt::WorkerFailureNamed(failure.value()) : std::nullopt).value_or(bt::ExecutionFailure::kInternal);
+      outcome = FailedOutcome(kind, Status(bt::StatusCodeOf(kind), message.ok() ? message.value() : "the worker's run failed"));
     }
   }
   Settle(env, state, token.value(), std::move(outcome));

@@ -43,6 +43,7 @@ import type { ModelDynamicBatching } from '../generated/model_config_pb.js';
 import { ModelQueuePolicy_TimeoutAction } from '../generated/model_config_pb.js';
 import { kindOfExecutionFailure } from '../common/error-kinds.js';
 import { ServingError } from '../common/serving-error.js';
+import { WorkerRunError } from '../workers/run-failure.js';
 import {
   Batcher,
   BatcherRejection,
@@ -286,8 +287,8 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
       slice = await this.batcher.enqueueValidated({
         rows: this.unbatched ? 1 : request.rows,
         inputs: request.inputs,
-        // Shapes as sent in unbatched mode; otherwise per row (the batcher adds the rows).
-        dims: this.unbatched ? request.dims : request.dims.map((dims) => dims.slice(1)),
+        // As sent: the batcher reads only the dims its template leaves open.
+        shapes: request.dims,
         priority: request.priority,
         timeoutUs: request.timeoutUs,
         deadlineMs: request.deadlineMs === undefined ? undefined : request.deadlineMs - Date.now(),
@@ -405,12 +406,11 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
       }
       return this.execute(batch, false);
     }
-    // An onnxruntime run that failed reads as it does through piscina (the
-    // shared mapping: 'inference failed: ...'), whichever path ran it.
-    const error =
-      this.version.native === undefined && result.failure === 'INTERNAL'
-        ? new Error(result.message)
-        : new ServingError(kindOfExecutionFailure(result.failure), `model '${this.version.modelName}': ${result.message}`);
+    // An onnxruntime run that failed reads as it does through piscina (one
+    // failure type, run-failure.ts), whichever entry point of the worker ran it.
+    const error = this.version.native === undefined && result.failure === 'INTERNAL'
+      ? new WorkerRunError(result.failure, result.message)
+      : new ServingError(kindOfExecutionFailure(result.failure), `model '${this.version.modelName}': ${result.message}`);
     const execution = new Execution(Promise.reject(error), batch.requests.length, () => batch.release());
     execution.runSettled();
     return execution;

@@ -198,69 +198,88 @@ export function kindOfGrpcStatus(code: status): ErrorKind {
   }
 }
 
-/** The native core's status code names (native/common/status.h), as kinds. */
+/*
+ * The native core's side of the vocabulary. Every failure the addon reports
+ * crosses under a code name of one of three families, and each name has one
+ * kind. These tables are the TypeScript copy of the native ones
+ * (native/common/failure_kind.h, native/batcher/types.h,
+ * native/batcher/execution_target.h); test/native/failure-vocabulary.test.ts
+ * compares them, names and kinds, with what the addon exports, so the two
+ * sides cannot drift. Classification is by these names only, never by a
+ * message.
+ */
+
+/** Status code names (native/common/status.h StatusCodeName), but OK. */
+export const NATIVE_STATUS_KINDS = {
+  INVALID_ARGUMENT: 'invalid',
+  NOT_FOUND: 'not_found',
+  FAILED_PRECONDITION: 'precondition',
+  RESOURCE_EXHAUSTED: 'over_quota',
+  UNAVAILABLE: 'unavailable',
+  DEADLINE_EXCEEDED: 'deadline',
+  INTERNAL: 'internal',
+} as const satisfies Readonly<Record<string, ErrorKind>>;
+
+/** A native status code name (gRPC-style). */
+export type NativeStatusCode = keyof typeof NATIVE_STATUS_KINDS;
+
+/** Batcher rejection reasons (native/batcher/types.h RejectKindName). */
+export const REJECTION_KINDS = {
+  QUEUE_FULL: 'queue_full',
+  TIMEOUT: 'timeout',
+  DEADLINE_EXCEEDED: 'deadline',
+  SHUTDOWN: 'shutdown',
+  OVER_QUOTA: 'over_quota',
+  INVALID: 'invalid',
+} as const satisfies Readonly<Record<string, ErrorKind>>;
+
+/**
+ * Why the batcher refused a request (at enqueue) or dropped it (while
+ * queued): TIMEOUT, DEADLINE_EXCEEDED and SHUTDOWN happen while queued (and at
+ * enqueue); the rest are refusals at enqueue.
+ */
+export type RejectionReason = keyof typeof REJECTION_KINDS;
+
+/**
+ * Why an executed batch failed (native/batcher/execution_target.h
+ * ExecutionFailureName). The device faults are 'unavailable' (the batch
+ * normally re-runs on the CPU instead); NONE on a failed result is a bug.
+ */
+export const EXECUTION_FAILURE_KINDS = {
+  NONE: 'internal',
+  INVALID: 'invalid',
+  DEVICE_TRANSIENT: 'unavailable',
+  DEVICE_LOST: 'unavailable',
+  RESOURCE_EXHAUSTED: 'over_quota',
+  SHUTDOWN: 'shutdown',
+  INTERNAL: 'internal',
+  /** The onnxruntime worker running the batch exited; the batch is intact and may re-run. */
+  WORKER_CRASHED: 'worker_crashed',
+  DEADLINE: 'deadline',
+} as const satisfies Readonly<Record<string, ErrorKind>>;
+
+export type ExecutionFailure = keyof typeof EXECUTION_FAILURE_KINDS;
+
+/**
+ * The execution failures an onnxruntime worker may report by name
+ * (workerBatchDone, and a piscina task's RunFailure); the native side
+ * decides the others. Native: WorkerMayReport.
+ */
+export const WORKER_FAILURES = ['INVALID', 'INTERNAL', 'DEADLINE', 'RESOURCE_EXHAUSTED'] as const satisfies readonly ExecutionFailure[];
+
+export type WorkerFailure = (typeof WORKER_FAILURES)[number];
+
+/** The kind of a native status code name; 'internal' for a name it does not know. */
 export function kindOfNativeCode(code: string): ErrorKind {
-  switch (code) {
-    case 'INVALID_ARGUMENT':
-      return 'invalid';
-    case 'NOT_FOUND':
-      return 'not_found';
-    case 'FAILED_PRECONDITION':
-      return 'precondition';
-    case 'RESOURCE_EXHAUSTED':
-      return 'over_quota';
-    case 'UNAVAILABLE':
-      return 'unavailable';
-    case 'DEADLINE_EXCEEDED':
-      return 'deadline';
-    default:
-      return 'internal';
-  }
+  return Object.hasOwn(NATIVE_STATUS_KINDS, code) ? NATIVE_STATUS_KINDS[code as NativeStatusCode] : 'internal';
 }
 
-/**
- * The kind of a batcher rejection reason (native/batcher/types.h RejectKind
- * names; RESOURCE_EXHAUSTED is the older name of OVER_QUOTA); undefined for a
- * name that is not a rejection reason.
- */
+/** The kind of a batcher rejection reason; undefined for a name that is not one. */
 export function kindOfRejection(reason: string): ErrorKind | undefined {
-  switch (reason) {
-    case 'QUEUE_FULL':
-      return 'queue_full';
-    case 'TIMEOUT':
-      return 'timeout';
-    case 'DEADLINE_EXCEEDED':
-      return 'deadline';
-    case 'SHUTDOWN':
-      return 'shutdown';
-    case 'OVER_QUOTA':
-    case 'RESOURCE_EXHAUSTED':
-      return 'over_quota';
-    case 'INVALID':
-      return 'invalid';
-    default:
-      return undefined;
-  }
+  return Object.hasOwn(REJECTION_KINDS, reason) ? REJECTION_KINDS[reason as RejectionReason] : undefined;
 }
 
-/**
- * The kind of an executed batch's failure as the execution target reports it
- * (native/batcher/execution_target.h ExecutionFailure names, other than the
- * device faults, which fall back to CPU instead of failing).
- */
+/** The kind of an executed batch's failure; 'internal' for a name it does not know. */
 export function kindOfExecutionFailure(failure: string): ErrorKind {
-  switch (failure) {
-    case 'INVALID':
-      return 'invalid';
-    case 'RESOURCE_EXHAUSTED':
-      return 'over_quota';
-    case 'SHUTDOWN':
-      return 'shutdown';
-    case 'WORKER_CRASHED':
-      return 'worker_crashed';
-    case 'DEADLINE':
-      return 'deadline';
-    default:
-      return 'internal';
-  }
+  return Object.hasOwn(EXECUTION_FAILURE_KINDS, failure) ? EXECUTION_FAILURE_KINDS[failure as ExecutionFailure] : 'internal';
 }

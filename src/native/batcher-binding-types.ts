@@ -2,6 +2,7 @@
 // native/napi/batcher_binding.cc registers them. Only src/native/batcher.ts
 // calls these; it checks they exist before use (the loader's required
 // exports are unchanged).
+import type { ExecutionFailure, RejectionReason } from '../common/error-kinds.js';
 import type { NativeResult, NativeStatusCode } from './native-error.js';
 
 export type RawTimeoutAction = 'REJECT' | 'DELAY';
@@ -20,6 +21,12 @@ export interface RawBatcherConfig {
   readonly modelName: string;
   readonly clock: 'steady' | 'manual';
   readonly inputCount: number;
+  /**
+   * Each input's dims without the batch dimension (the full shape when
+   * maxBatchSize is 0), -1 where a request sets its own: read once, here,
+   * so an enqueue passes only its variable dims.
+   */
+  readonly inputDims: readonly (readonly number[])[];
   readonly instanceCount: number;
   readonly maxBatchSize: number;
   readonly preferredBatchSizes: readonly number[];
@@ -31,12 +38,8 @@ export interface RawBatcherConfig {
   readonly priorityQueuePolicy: readonly (RawQueuePolicy & { readonly level: number })[];
 }
 
-/**
- * Why the batcher refused or dropped a request (native RejectKindName). A
- * request is dropped while queued only for TIMEOUT, DEADLINE_EXCEEDED or
- * SHUTDOWN; the rest are refusals at enqueue.
- */
-export type RejectionReason = 'QUEUE_FULL' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'SHUTDOWN' | 'OVER_QUOTA' | 'INVALID';
+/** Why the batcher refused or dropped a request; the list and its kinds: common/error-kinds.ts. */
+export type { RejectionReason } from '../common/error-kinds.js';
 
 export interface RawSealedRequest {
   /** The id batcher.ts passed to batcherEnqueue. */
@@ -66,18 +69,8 @@ export interface RawBatchEvent {
   readonly inputs: readonly RawSealedInput[];
 }
 
-/** Why an executed batch failed (native ExecutionFailureName). */
-export type ExecutionFailure =
-  | 'NONE'
-  | 'INVALID'
-  | 'DEVICE_TRANSIENT'
-  | 'DEVICE_LOST'
-  | 'RESOURCE_EXHAUSTED'
-  | 'SHUTDOWN'
-  | 'INTERNAL'
-  /** The onnxruntime worker running the batch exited; the batch is intact and may re-run. */
-  | 'WORKER_CRASHED'
-  | 'DEADLINE';
+/** Why an executed batch failed (native ExecutionFailureName); the list and its kinds: common/error-kinds.ts. */
+export type { ExecutionFailure } from '../common/error-kinds.js';
 
 export interface RawExecutedOutput {
   /** Arena handle of the output's block (batch memory, charged like the inputs). */
@@ -160,7 +153,8 @@ export interface BatcherBinding {
     /** Remaining time in µs on the batcher's clock; null: no deadline. */
     deadlineUs: number | null,
     inputs: readonly Uint8Array[],
-    dims: readonly (readonly number[])[],
+    /** The request's dims at the -1 positions of inputDims, in order; null when there are none. */
+    variableDims: readonly number[] | null,
   ): EnqueueResult;
   batcherInstanceIdle(batcher: number): NativeResult<null>;
   batcherInstanceBusy(batcher: number): NativeResult<null>;

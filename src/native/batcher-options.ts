@@ -40,6 +40,14 @@ export interface FilledBatcherOptions {
   readonly tenant: string;
   readonly maxBatchSize: number;
   readonly inputs: readonly BatcherInputSpec[];
+  /**
+   * Per input, the positions of its -1 dims (those a request sets): the
+   * fixed ones crossed to native once, at create (raw.inputDims), so a
+   * request carries only these (variableDimsOf).
+   */
+  readonly variableDims: readonly (readonly number[])[];
+  /** The number of -1 dims over all inputs; 0: a request carries no dims at all. */
+  readonly variableDimCount: number;
   readonly onBatch: (batch: SealedBatch) => unknown;
 }
 
@@ -123,6 +131,7 @@ export function fillBatcherOptions(options: BatcherOptions): FilledBatcherOption
   const instanceCount = checkInt(where, 'instances', o.instances, 1, u32Max);
   if (o.clock !== 'steady' && o.clock !== 'manual') throw invalid(where, 'clock', "'steady' or 'manual'", o.clock);
   const inputs = checkInputs(where, o.inputs);
+  const variableDims = inputs.map((input) => input.dims.flatMap((dim, k) => (dim === -1 ? [k] : [])));
   return {
     raw: {
       arena,
@@ -131,6 +140,7 @@ export function fillBatcherOptions(options: BatcherOptions): FilledBatcherOption
       modelName,
       clock: o.clock,
       inputCount: inputs.length,
+      inputDims: inputs.map((input) => [...input.dims]),
       instanceCount,
       maxBatchSize,
       preferredBatchSizes: [...o.preferredBatchSizes],
@@ -145,8 +155,27 @@ export function fillBatcherOptions(options: BatcherOptions): FilledBatcherOption
     tenant,
     maxBatchSize,
     inputs,
+    variableDims,
+    variableDimCount: variableDims.reduce((sum, positions) => sum + positions.length, 0),
     onBatch: o.onBatch,
   };
+}
+
+/**
+ * A request's dims at its version's -1 positions, inputs in order: all the
+ * shape a request carries across to native (null when every dim is fixed).
+ * `shapes[i][offset + k]` is input i's dim k as the batcher counts it, so
+ * offset 1 reads shapes that lead with the batch dimension. A missing dim
+ * reads -1, which the native side refuses (INVALID_ARGUMENT).
+ */
+export function variableDimsOf(options: FilledBatcherOptions, shapes: readonly (readonly number[] | undefined)[], offset: number): number[] | null {
+  if (options.variableDimCount === 0) return null;
+  const out: number[] = [];
+  options.variableDims.forEach((positions, i) => {
+    const shape = shapes[i];
+    for (const k of positions) out.push(shape?.[offset + k] ?? -1);
+  });
+  return out;
 }
 
 /** A deadline given as ms remaining, in the binding's µs (clamped to [0, 10^12]). */
@@ -154,8 +183,14 @@ export function deadlineMicroseconds(deadlineMs: number): number {
   return Math.min(maxMicroseconds, Math.max(0, Math.round(deadlineMs * 1000)));
 }
 
-/** What batcherEnqueue needs after the checks: a validated request, its deadline in µs (null: none). */
-export type CheckedRequest = Omit<ValidatedEnqueue, 'deadlineMs'> & { readonly deadlineUs: number | null };
+/**
+ * What batcherEnqueue needs after the checks: a validated request, its
+ * deadline in µs (null: none) and its variable dims (variableDimsOf).
+ */
+export type CheckedRequest = Omit<ValidatedEnqueue, 'deadlineMs' | 'shapes'> & {
+  readonly deadlineUs: number | null;
+  readonly variableDims: readonly number[] | null;
+};
 
 function bad(model: string, message: string): NativeError {
   return new NativeError('INVALID_ARGUMENT', `model '${model}': ${message}`, 'enqueue');
@@ -204,5 +239,5 @@ export function checkEnqueue(options: FilledBatcherOptions, request: EnqueueRequ
       }
     }
   });
-  return { rows, priority, timeoutUs, deadlineUs, inputs, dims };
+  return { rows, priority, timeoutUs, deadlineUs, inputs, variableDims: variableDimsOf(options, dims, 0) };
 }

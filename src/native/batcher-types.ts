@@ -107,7 +107,12 @@ export interface ValidatedEnqueue {
   /** As EnqueueRequest.deadlineMs: the time remaining, in ms; undefined: no deadline. */
   readonly deadlineMs: number | undefined;
   readonly inputs: readonly Uint8Array[];
-  readonly dims: readonly (readonly number[])[];
+  /**
+   * Each input's shape as the request gave it: rows first when the batcher
+   * batches (maxBatchSize > 0), the full shape as sent otherwise. Only its
+   * variable dims are read; the fixed ones the batcher has had since create.
+   */
+  readonly shapes: readonly (readonly number[])[];
 }
 
 export interface BatchedRequest {

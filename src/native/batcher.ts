@@ -57,7 +57,14 @@ import {
   type RawRejectedRequest,
 } from './batcher-binding-types.js';
 import { BatcherRejection, rejectionCodes } from './batcher-errors.js';
-import { checkEnqueue, deadlineMicroseconds, fillBatcherOptions, type CheckedRequest, type FilledBatcherOptions } from './batcher-options.js';
+import {
+  checkEnqueue,
+  deadlineMicroseconds,
+  fillBatcherOptions,
+  variableDimsOf,
+  type CheckedRequest,
+  type FilledBatcherOptions,
+} from './batcher-options.js';
 import type {
   BatchedRequest,
   BatcherOptions,
@@ -262,16 +269,21 @@ export class Batcher {
    * enqueue() for a request the request path has already validated against
    * the model's signature (tensor/infer-request.ts prepareInference, whose
    * shapes and byte sizes are the ones this batcher was created with), so its
-   * arguments are not checked a second time. The native side keeps its
-   * guard checks (input count, rows, null data) and bounds every copy by the
+   * arguments are not checked a second time. Only the dims its version leaves
+   * open (-1) cross to native; the fixed ones crossed once, at create. The
+   * native side keeps its guard checks (input count, rows, null data, the
+   * count and range of the variable dims) and bounds every copy by the
    * batch's capacity, so a wrong request can fail its batch but is never
    * written out of bounds.
    */
   enqueueValidated(request: ValidatedEnqueue): Promise<SealedSlice> {
     const stopped = this.#refuseIfStopped(this.enqueueValidated);
     if (stopped !== undefined) return stopped;
+    const { rows, priority, timeoutUs, inputs } = request;
     const deadlineUs = request.deadlineMs === undefined ? null : deadlineMicroseconds(request.deadlineMs);
-    return this.#submit({ ...request, deadlineUs }, this.enqueueValidated);
+    // The shapes lead with the rows when this batcher batches; its dims templates do not.
+    const variableDims = variableDimsOf(this.#options, request.shapes, this.#options.maxBatchSize > 0 ? 1 : 0);
+    return this.#submit({ rows, priority, timeoutUs, deadlineUs, inputs, variableDims }, this.enqueueValidated);
   }
 
   /** After stop(): the SHUTDOWN refusal, its stack at the caller of `caller`; undefined while running. */
@@ -282,8 +294,8 @@ export class Batcher {
 
   #submit(checked: CheckedRequest, caller: (...args: never[]) => unknown): Promise<SealedSlice> {
     const id = this.#nextRequest++;
-    const { rows, priority, timeoutUs, deadlineUs, inputs, dims } = checked;
-    const result = this.#binding.batcherEnqueue(this.#id, id, rows, priority, timeoutUs, deadlineUs, inputs, dims);
+    const { rows, priority, timeoutUs, deadlineUs, inputs, variableDims } = checked;
+    const result = this.#binding.batcherEnqueue(this.#id, id, rows, priority, timeoutUs, deadlineUs, inputs, variableDims);
     if (!result.ok) return Promise.reject(withCallSite(this.#refusal(result), callSiteOf(caller)));
     // No call site for a request that is queued: capturing one costs about
     // 4.5 µs of the main thread per request (measured), a tenth of the whole

@@ -7,18 +7,11 @@
 //
 // Pure functions and an immutable error class; safe in any worker.
 
-import { kindOfNativeCode, type ErrorKind } from '../common/error-kinds.js';
+import { kindOfNativeCode, type ErrorKind, type NativeStatusCode } from '../common/error-kinds.js';
 import { ClassifiedError } from '../common/classified-error.js';
 
-/** Status code names shared with native/common/status.h (gRPC-style). */
-export type NativeStatusCode =
-  | 'INVALID_ARGUMENT'
-  | 'NOT_FOUND'
-  | 'FAILED_PRECONDITION'
-  | 'RESOURCE_EXHAUSTED'
-  | 'UNAVAILABLE'
-  | 'DEADLINE_EXCEEDED'
-  | 'INTERNAL';
+/** Status code names shared with native/common/status.h (gRPC-style); the list and their kinds: common/error-kinds.ts. */
+export type { NativeStatusCode } from '../common/error-kinds.js';
 
 export type NativeResult<T> =
   | { readonly ok: true; readonly value: T }

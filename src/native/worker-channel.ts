@@ -21,11 +21,12 @@
 //
 // Thread-safety: a WorkerPoolTarget belongs to the thread that created it; a
 // WorkerChannel to its worker thread. The native pool is thread-safe.
+import type { WorkerFailure } from '../common/error-kinds.js';
 import { nativeAddon, type LoadedAddon } from './loader.js';
 import { unwrapNative, type NativeResult } from './native-error.js';
 
-/** Why a worker's run failed, typed (never a message prefix). */
-export type WorkerFailure = 'INVALID' | 'INTERNAL' | 'DEADLINE' | 'RESOURCE_EXHAUSTED';
+/** Why a worker's run failed, typed (never a message prefix); the list: common/error-kinds.ts WORKER_FAILURES. */
+export type { WorkerFailure } from '../common/error-kinds.js';
 
 /** A sealed batch as a worker sees it. Buffers are valid until done(). */
 export interface ChannelBatch {

@@ -21,6 +21,8 @@ import { arenaTensor, fromOrtTensor, toOrtTensor } from './ort-tensors.js';
 import { measureSessionFootprint } from './session-footprint.js';
 import { warmUpWorker } from './worker-warmup.js';
 import { openBatchChannel } from './worker-batches.js';
+import { runOnSession } from './session-run.js';
+import { claimTaskSlot } from './worker-exits.js';
 import {
   epochMs,
   isArenaPayload,
@@ -36,6 +38,9 @@ import {
 } from './worker-protocol.js';
 
 const init = Piscina.workerData as WorkerInitData;
+
+/** Marks the task this worker runs in its pool's task table (worker-exits.ts); 0: none. */
+const markTask = claimTaskSlot(init.taskSlots);
 
 useUint16ArrayForFloat16();
 
@@ -130,11 +135,20 @@ function describe(): ModelIoDescription {
 }
 
 async function infer(task: InferTask): Promise<InferResult | InferFailure> {
-  const startedAt = epochMs();
-  if (task.deadlineMs !== undefined && startedAt > task.deadlineMs) {
+  // Cleared when the task ends, so a later exit of this worker takes no finished task with it.
+  markTask(task.taskId ?? 0);
+  try {
+    return await inferMarked(task);
+  } finally {
+    markTask(0);
+  }
+}
+
+async function inferMarked(task: InferTask): Promise<InferResult | InferFailure> {
+  const queueNs = msToNs(epochMs() - task.queuedAtMs);
+  if (task.deadlineMs !== undefined && epochMs() > task.deadlineMs) {
     // Waited in the pool's queue past the caller's deadline: never run it.
-    const waited = Math.round(startedAt - task.queuedAtMs);
-    return { failure: { kind: 'deadline', message: `deadline exceeded before execution (waited ${waited} ms for a worker)` } };
+    return { ok: false, failure: 'DEADLINE', message: `deadline exceeded before execution (waited ${Math.round(queueNs / 1e6)} ms for a worker)` };
   }
   if (task.fault === 'crash-worker' || task.fault === 'crash-worker-once') {
     if (!init.faultInjection) throw new Error('fault injection is disabled in this server');
@@ -147,56 +161,54 @@ async function infer(task: InferTask): Promise<InferResult | InferFailure> {
     await sleep(task.faultDelayMs);
   }
 
-  const feeds: Record<string, ort.Tensor> = {};
   const mapped: Block[] = [];
-  let results: ort.InferenceSession.ReturnType;
-  let inputDone: number;
-  try {
-    for (const input of task.inputs) {
-      if (isArenaPayload(input)) {
-        // Map the main thread's block: a reference for the duration of the run, no copy.
-        arena ??= Arena.attach(init.arenaName ?? '');
-        const block = arena.adopt(input.arenaBlock);
-        mapped.push(block);
-        feeds[input.name] = arenaTensor(input, block.view());
-      } else {
-        feeds[input.name] = toOrtTensor(input);
+  const run = await runOnSession(session, {
+    prepare: () => {
+      const feeds: Record<string, ort.Tensor> = {};
+      for (const input of task.inputs) {
+        if (isArenaPayload(input)) {
+          // Map the main thread's block: a reference for the duration of the run, no copy.
+          arena ??= Arena.attach(init.arenaName ?? '');
+          const block = arena.adopt(input.arenaBlock);
+          mapped.push(block);
+          feeds[input.name] = arenaTensor(input, block.view());
+        } else {
+          feeds[input.name] = toOrtTensor(input);
+        }
       }
-    }
-    const fetches: Record<string, ort.Tensor | null> = {};
-    for (const name of task.outputNames) fetches[name] = null;
-    for (const output of task.fetches ?? []) {
-      // Pre-allocated in the arena: onnxruntime fills it in place.
-      arena ??= Arena.attach(init.arenaName ?? '');
-      const block = arena.adopt(output.arenaBlock);
-      mapped.push(block);
-      fetches[output.name] = arenaTensor(output, block.view());
-    }
-    inputDone = epochMs();
-    results = task.fetches === undefined
-      ? await session.run(feeds, [...task.outputNames])
-      : await session.run(feeds, fetches);
-  } finally {
-    for (const block of mapped) block.release();
-  }
-  const inferDone = epochMs();
+      if (task.fetches === undefined) return { feeds, fetches: [...task.outputNames] };
+      const fetches: Record<string, ort.Tensor | null> = {};
+      for (const name of task.outputNames) fetches[name] = null;
+      for (const output of task.fetches) {
+        // Pre-allocated in the arena: onnxruntime fills it in place.
+        arena ??= Arena.attach(init.arenaName ?? '');
+        const block = arena.adopt(output.arenaBlock);
+        mapped.push(block);
+        fetches[output.name] = arenaTensor(output, block.view());
+      }
+      return { feeds, fetches };
+    },
+    release: () => {
+      for (const block of mapped) block.release();
+    },
+    collect: (results) => {
+      const preallocated = new Map((task.fetches ?? []).map((fetch) => [fetch.name, fetch]));
+      return task.outputNames.map((name): InputPayload => preallocated.get(name) ?? fromOrtTensor(name, results[name]));
+    },
+  });
+  if (!run.ok) return run;
 
-  const preallocated = new Map((task.fetches ?? []).map((fetch) => [fetch.name, fetch]));
-  const outputs: InputPayload[] = task.outputNames.map(
-    (name) => preallocated.get(name) ?? fromOrtTensor(name, results[name]),
-  );
-  const outputDone = epochMs();
-
+  const outputs = run.value;
   const transfer = [
     ...new Set(outputs.flatMap((output) => (isArenaPayload(output) ? [] : [output.data.buffer as ArrayBuffer]))),
   ];
   const result: InferResult = {
     outputs,
     timing: {
-      queueNs: msToNs(startedAt - task.queuedAtMs),
-      computeInputNs: msToNs(inputDone - startedAt),
-      computeInferNs: msToNs(inferDone - inputDone),
-      computeOutputNs: msToNs(outputDone - inferDone),
+      queueNs,
+      computeInputNs: run.timing.inputNs,
+      computeInferNs: run.timing.computeNs,
+      computeOutputNs: run.timing.outputNs,
     },
   };
   // Hand the output buffers back without a structured-clone copy.

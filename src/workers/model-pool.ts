@@ -13,8 +13,10 @@ import { fileURLToPath } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
-import { DeadlineExceededError, ServingError, WorkerCrashedError } from '../common/serving-error.js';
+import { WorkerCrashedError } from '../common/serving-error.js';
 import { WorkerPoolTarget, workerChannelsSupported } from '../native/worker-channel.js';
+import { TaskLedger, type WorkerExit } from './worker-exits.js';
+import { WorkerRunError } from './run-failure.js';
 import {
   type ChannelSpec,
   isInferFailure,
@@ -32,8 +34,8 @@ import {
   type WorkerWarmMessage,
 } from './worker-protocol.js';
 
-/** What every worker of the pool is told (WorkerInitData), plus the pool's own settings. */
-export interface ModelPoolOptions extends WorkerInitData {
+/** What every worker of the pool is told (WorkerInitData, but the pool's task table), plus the pool's own settings. */
+export interface ModelPoolOptions extends Omit<WorkerInitData, 'taskSlots'> {
   /** Worker threads, i.e. `instance_group.count`. */
   readonly instances: number;
   readonly logger: Logger;
@@ -81,10 +83,15 @@ export class ModelPool {
   private abandoned = false;
   /** The native end batches reach this pool's workers through (warmUp with tensors creates it). */
   private targetValue: WorkerPoolTarget | undefined;
+  /** Which task each worker runs, so a task's failure is known to be its worker's exit (worker-exits.ts). */
+  private readonly tasks: TaskLedger;
 
   private constructor(private readonly options: ModelPoolOptions) {
+    // Room for every thread and as many replacements started before a dead worker's exit is seen.
+    this.tasks = new TaskLedger(options.instances * 2);
     // Everything but the pool's own settings goes to the workers as is.
-    const { instances: _instances, logger: _logger, ...workerData } = options;
+    const { instances: _instances, logger: _logger, ...initData } = options;
+    const workerData: WorkerInitData = { ...initData, taskSlots: this.tasks.table };
     this.piscina = new Piscina({
       filename: workerModulePath(),
       minThreads: options.instances,
@@ -234,42 +241,49 @@ export class ModelPool {
 
   /**
    * Runs one inference task; input buffers in `transfer` are moved, not copied.
-   * Throws WorkerCrashedError when its worker died (and the retry's), and the
-   * worker's typed refusals as ServingErrors of their kind.
+   * Throws WorkerCrashedError when its worker exited under it (and under the
+   * retry), and the worker's typed refusals as ServingErrors of their kind.
    */
   async infer(task: InferTask, transfer: ArrayBuffer[]): Promise<InferResult> {
-    let outcome: InferResult | InferFailure;
-    try {
-      outcome = (await this.piscina.run(task, { transferList: transfer })) as InferResult | InferFailure;
-    } catch (err) {
-      if (err instanceof Error && /^worker exited with code/.test(err.message)) {
-        // Inference is idempotent: a task whose worker died is retried once on
-        // another (piscina has replaced the dead one). Only tasks whose inputs
-        // live in the arena can be: transferred buffers went down with the worker.
-        if (transfer.length === 0) return this.retryAfterCrash(task, err.message);
-        throw new WorkerCrashedError(`inference worker died while running the request (${err.message})`);
-      }
-      throw err;
-    }
-    return resultOf(outcome);
-  }
-
-  private async retryAfterCrash(task: InferTask, firstFailure: string): Promise<InferResult> {
-    this.options.logger.warn({ model_path: this.options.modelPath, error: firstFailure }, 'inference worker died mid-task; retrying the task once');
+    const first = await this.runTracked(task, transfer);
+    if (first.exit === undefined) return resultOf(first.outcome);
+    // Inference is idempotent: a task whose worker died is retried once on
+    // another (piscina has replaced the dead one). Only tasks whose inputs
+    // live in the arena can be: transferred buffers went down with the worker.
+    if (transfer.length > 0) throw new WorkerCrashedError(`inference worker died while running the request (${exitText(first.exit)})`);
+    this.options.logger.warn(
+      { model_path: this.options.modelPath, thread_id: first.exit.threadId, exit_code: first.exit.exitCode },
+      'inference worker died mid-task; retrying the task once',
+    );
     // A transient test fault strikes the first attempt only.
     const retry: InferTask = task.fault === 'crash-worker-once' ? { ...task, fault: undefined } : task;
-    let outcome: InferResult | InferFailure;
+    const second = await this.runTracked(retry, []);
+    if (second.exit === undefined) return resultOf(second.outcome);
+    throw new WorkerCrashedError(
+      `inference worker died while running the request (${exitText(first.exit)}), and again on the retry (${exitText(second.exit)})`,
+    );
+  }
+
+  /**
+   * Runs `task` on some worker: its answer, or how that worker exited while
+   * running it. Any other failure (a worker's uncaught exception, a closed
+   * pool) is thrown as piscina reported it.
+   */
+  private async runTracked(
+    task: InferTask,
+    transfer: ArrayBuffer[],
+  ): Promise<{ outcome: InferResult | InferFailure; exit?: undefined } | { outcome?: undefined; exit: WorkerExit }> {
+    const taskId = this.tasks.begin();
     try {
-      outcome = (await this.piscina.run(retry)) as InferResult | InferFailure;
+      const outcome = (await this.piscina.run({ ...task, taskId }, { transferList: transfer })) as InferResult | InferFailure;
+      this.tasks.settle(taskId);
+      return { outcome };
     } catch (err) {
-      if (err instanceof Error && /^worker exited with code/.test(err.message)) {
-        throw new WorkerCrashedError(
-          `inference worker died while running the request (${firstFailure}), and again on the retry (${err.message})`,
-        );
-      }
+      // The worker's 'exit' event rejected the task and, in the same event, recorded it (worker-exits.ts).
+      const exit = this.tasks.settleFailed(taskId);
+      if (exit !== undefined) return { exit };
       throw err;
     }
-    return resultOf(outcome);
   }
 
   /** Finishes queued and running tasks, then stops every worker (and its session). */
@@ -283,6 +297,7 @@ export class ModelPool {
       stoppingPools.delete(this);
     }
     this.closePorts();
+    this.tasks.close();
   }
 
   /**
@@ -303,8 +318,9 @@ export class ModelPool {
       () => {
         stoppingPools.delete(this);
         this.closePorts();
+        this.tasks.close();
       },
-      () => undefined,
+      () => this.tasks.close(),
     );
   }
 
@@ -374,11 +390,14 @@ export class ModelPool {
   }
 }
 
-/** A worker's answer, with its typed refusal rebuilt as the error of its kind. */
+/** A worker's answer, with its typed failure rethrown as the error of its code's kind. */
 function resultOf(outcome: InferResult | InferFailure): InferResult {
   if (!isInferFailure(outcome)) return outcome;
-  const { kind, message } = outcome.failure;
-  throw kind === 'deadline' ? new DeadlineExceededError(message) : new ServingError(kind, message);
+  throw new WorkerRunError(outcome.failure, outcome.message);
+}
+
+function exitText(exit: WorkerExit): string {
+  return `worker thread ${exit.threadId} exited with code ${exit.exitCode}`;
 }
 
 function errorMessage(err: unknown): string {

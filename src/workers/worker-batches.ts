@@ -8,13 +8,15 @@
  *
  * The handler starts the run and returns: onnxruntime resolves through this
  * thread's event loop, so piscina's own messages (warm-up, stats, tasks) keep
- * flowing. Failures cross as typed codes (WorkerFailure), never message text.
+ * flowing. The run itself is session-run.ts's, the same loop (stages, clock,
+ * failure codes) a piscina task goes through.
  *
  * Thread-safety: confined to the worker thread that opened the channel.
  */
 import * as ort from 'onnxruntime-node';
 import { WorkerChannel, type ChannelBatch, type ChannelOutcome } from '../native/worker-channel.js';
 import { ortTypeToWire, wireTypeInfo } from '../tensor/wire-types.js';
+import { runOnSession } from './session-run.js';
 import type { ChannelSpec, ChannelTensor } from './worker-protocol.js';
 
 /**
@@ -32,51 +34,42 @@ export function openBatchChannel(
   const channel: WorkerChannel = WorkerChannel.open(spec.pool, (batch) => {
     batches += 1;
     if (batches === crashOnBatch) process.exit(70);
-    void runBatch(session, spec, batch).then(
-      (outcome) => {
-        channel.done(batch.token, outcome);
-        afterBatch();
-      },
-      (error: unknown) =>
-        channel.done(batch.token, { ok: false, failure: 'INTERNAL', message: error instanceof Error ? error.message : String(error) }),
-    );
+    // runBatch never rejects (runOnSession turns every failure into a code).
+    void runBatch(session, spec, batch).then((outcome) => {
+      channel.done(batch.token, outcome);
+      if (outcome.ok) afterBatch();
+    });
   });
   return channel;
 }
 
 async function runBatch(session: ort.InferenceSession, spec: ChannelSpec, batch: ChannelBatch): Promise<ChannelOutcome> {
-  const started = process.hrtime.bigint();
-  const feeds: Record<string, ort.Tensor> = {};
-  spec.inputs.forEach((tensor, i) => {
-    const input = batch.inputs[i];
-    if (input === undefined) throw new Error(`the batch has no input '${tensor.name}'`);
-    feeds[tensor.name] = over(tensor, input.buffer, input.shape);
-  });
-  const fetches: Record<string, ort.Tensor | null> = {};
-  spec.outputs.forEach((tensor, i) => {
-    const output = batch.outputs[i];
-    // Pre-allocated in batch memory: onnxruntime fills it in place.
-    fetches[tensor.name] = output === null || output === undefined ? null : over(tensor, output.buffer, output.shape);
-  });
-  const inputDone = process.hrtime.bigint();
-  const results = await session.run(feeds, fetches);
-  const computeDone = process.hrtime.bigint();
-  const outputs = spec.outputs.map((tensor, i) => {
-    const preallocated = batch.outputs[i];
-    if (preallocated !== null && preallocated !== undefined) return { shape: preallocated.shape };
-    const value = results[tensor.name] as ort.Tensor | undefined;
-    if (value === undefined) throw new Error(`model produced no output named '${tensor.name}'`);
-    return { shape: [...value.dims], data: value.data as ArrayBufferView };
-  });
-  return {
-    ok: true,
-    outputs,
-    timing: {
-      inputNs: Number(inputDone - started),
-      computeNs: Number(computeDone - inputDone),
-      outputNs: Number(process.hrtime.bigint() - computeDone),
+  const run = await runOnSession(session, {
+    prepare: () => {
+      const feeds: Record<string, ort.Tensor> = {};
+      spec.inputs.forEach((tensor, i) => {
+        const input = batch.inputs[i];
+        if (input === undefined) throw new Error(`the batch has no input '${tensor.name}'`);
+        feeds[tensor.name] = over(tensor, input.buffer, input.shape);
+      });
+      const fetches: Record<string, ort.Tensor | null> = {};
+      spec.outputs.forEach((tensor, i) => {
+        const output = batch.outputs[i];
+        // Pre-allocated in batch memory: onnxruntime fills it in place.
+        fetches[tensor.name] = output === null || output === undefined ? null : over(tensor, output.buffer, output.shape);
+      });
+      return { feeds, fetches };
     },
-  };
+    collect: (results) =>
+      spec.outputs.map((tensor, i) => {
+        const preallocated = batch.outputs[i];
+        if (preallocated !== null && preallocated !== undefined) return { shape: preallocated.shape };
+        const value = results[tensor.name] as ort.Tensor | undefined;
+        if (value === undefined) throw new Error(`model produced no output named '${tensor.name}'`);
+        return { shape: [...value.dims], data: value.data as ArrayBufferView };
+      }),
+  });
+  return run.ok ? { ok: true, outputs: run.value, timing: run.timing } : run;
 }
 
 /** A tensor over `buffer` (batch memory), without copying it. */

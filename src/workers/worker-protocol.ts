@@ -5,7 +5,7 @@
  * can import it.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { ErrorKind } from '../common/error-kinds.js';
+import type { RunFailure } from './run-failure.js';
 import type { OrtTensorType } from '../tensor/wire-types.js';
 
 /** Passed once to every worker of a model version's pool (piscina `workerData`). */
@@ -32,6 +32,12 @@ export interface WorkerInitData {
   readonly tenant: string;
   /** Test-only leak (fault injection): see LeakFault. Undefined: no leak. */
   readonly leakFault: LeakFault | undefined;
+  /**
+   * The pool's task table (worker-exits.ts): each worker claims a slot and
+   * marks the task it runs there, so the pool knows which task a worker's
+   * exit took down.
+   */
+  readonly taskSlots: SharedArrayBuffer;
 }
 
 /**
@@ -81,20 +87,18 @@ export interface InferTask {
   readonly fault?: 'crash-worker' | 'crash-worker-once';
   /** Test-only: hold the worker this long before running (fault injection only). */
   readonly faultDelayMs?: number;
+  /** Set by ModelPool: the task's id in the pool's task table (worker-exits.ts). */
+  readonly taskId?: number;
 }
 
 /**
- * A task the worker refused as a typed failure (structured clone drops an
- * Error's own fields, so failures with a kind cross as data, not as thrown
- * errors): the main thread rethrows it as a ServingError of that kind.
+ * A task whose run failed, or that the worker refused (its deadline passed in
+ * the queue), as a typed code (run-failure.ts): the same failure shape a
+ * natively handed batch reports, rethrown on the main thread as a
+ * WorkerRunError of the code's kind.
  */
-export interface InferFailure {
-  readonly failure: { readonly kind: ErrorKind; readonly message: string };
-}
-
-export function isInferFailure(value: InferResult | InferFailure): value is InferFailure {
-  return (value as InferFailure).failure !== undefined;
-}
+export type InferFailure = RunFailure;
+export { isRunFailure as isInferFailure } from './run-failure.js';
 
 export interface InferResult {
   /** In `outputNames` order; pre-allocated outputs come back as their arena block. */

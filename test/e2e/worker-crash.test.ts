@@ -33,7 +33,9 @@ describe('worker crash', () => {
     const err = await crash;
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
     // Retried once on a healthy worker (inference is idempotent); this fault follows the task, so the retry dies too.
-    expect(err.details).toMatch(/inference worker died while running the request \(worker exited with code: 70\), and again on the retry \(worker exited with code: 70\)/);
+    expect(err.details).toMatch(
+      /inference worker died while running the request \(worker thread \d+ exited with code 70\), and again on the retry \(worker thread \d+ exited with code 70\)/,
+    );
     const survivors = await Promise.all(during);
     const after = await Promise.all(Array.from({ length: 20 }, (_, k) => served.client.call('ModelInfer', request(k))));
     for (let k = 0; k < 20; k++) {

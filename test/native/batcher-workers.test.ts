@@ -22,12 +22,12 @@ const events = [];
 const next = (type) => new Promise((resolve) => waiters.set(type, resolve));
 const batcher = unwrap(addon.batcherCreate({
   arena: data.arena, tenant: 'default', owner: data.owner, modelName: 'w' + data.index, clock: data.clock,
-  inputCount: 1, instanceCount: 1, maxBatchSize: 4, preferredBatchSizes: [2], maxQueueDelayUs: 10000000,
+  inputCount: 1, inputDims: [[4]], instanceCount: 1, maxBatchSize: 4, preferredBatchSizes: [2], maxQueueDelayUs: 10000000,
   preserveOrdering: false, priorityLevels: 0, defaultPriorityLevel: 0,
   defaultQueuePolicy: { maxQueueSize: 0, defaultTimeoutUs: 0, timeoutAction: 'REJECT', allowTimeoutOverride: false },
   priorityQueuePolicy: [],
 }, (event) => { events.push(event); waiters.get(event.type)?.(event); }));
-const enqueue = (id, value) => unwrap(addon.batcherEnqueue(batcher, id, 1, 0, 0, null, [new Uint8Array(16).fill(value)], [[4]]));
+const enqueue = (id, value) => unwrap(addon.batcherEnqueue(batcher, id, 1, 0, 0, null, [new Uint8Array(16).fill(value)], null));
 `;
 
 const workerCode = `

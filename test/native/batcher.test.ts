@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 
 import { Arena, type Owner } from '../../src/native/arena.js';
 import { Batcher, BatcherRejection, type BatcherOptions, type SealedBatch, type SealedSlice } from '../../src/native/batcher.js';
+import { fillBatcherOptions } from '../../src/native/batcher-options.js';
+import type { BatcherBinding } from '../../src/native/batcher-binding-types.js';
 import { loadAddon, type LoadedAddon } from '../../src/native/loader.js';
 import { NativeError } from '../../src/native/native-error.js';
 import { addonBuilds } from './addon-builds.js';
@@ -270,6 +272,65 @@ describe.each(addonBuilds)('$kind build: batcher', (build) => {
     arena.close();
   });
 
+  it.skipIf(!build.present)('fixed dims cross once, at create; a request carries only its variable dims', async () => {
+    const { arena, batches, make } = setup();
+    // Unbatched, full shape [-1, 2, -1]: two dims a request.
+    const unbatched = make({ maxBatchSize: 0, maxQueueDelayUs: 0, inputs: [{ name: 'x', elementBytes: 4, dims: [-1, 2, -1] }] });
+    const first = await unbatched.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1)], shapes: [[1, 2, 2]] });
+    const second = await unbatched.enqueue({ inputs: [rowsOf(2, 2)], dims: [[2, 2, 2]] });
+    // Batched, per-row dims [-1]: the validated shapes lead with the rows, which are not a variable dim.
+    const batched = make({ maxQueueDelayUs: 0, inputs: [{ name: 'x', elementBytes: 4, dims: [-1] }] });
+    const third = await batched.enqueueValidated({ rows: 2, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(3, 2)], shapes: [[2, 4]] });
+    expect(batches.map((b) => [b.rows, b.inputs[0]!.shape])).toEqual([
+      [1, [1, 2, 2]],
+      [1, [2, 2, 2]],
+      [2, [2, 4]],
+    ]);
+    expect([first, second, third].map((s) => s.batch.view(0))).toEqual([rowsOf(1), rowsOf(2, 2), rowsOf(3, 2)]);
+    for (const batch of batches) batch.release();
+    await Promise.all([unbatched.stop(), batched.stop()]);
+    expect(arena.stats().allocated).toBe(0);
+    arena.close();
+  });
+
+  it.skipIf(!build.present)("the binding bounds a request's variable dims: a bad list is INVALID_ARGUMENT, never a crash", async () => {
+    const { addon, arena, name, owner } = setup();
+    const binding = addon.binding as unknown as BatcherBinding;
+    const base = { arena: name, owner: owner.id, modelName: 'raw:1', maxBatchSize: 4, onBatch: () => undefined };
+    const stopped: Promise<void>[] = [];
+    const create = (dims: number[]) => {
+      const { raw } = fillBatcherOptions({ ...base, inputs: [{ name: 'x', elementBytes: 4, dims }] });
+      let markerSeen = () => {};
+      stopped.push(new Promise<void>((resolve) => (markerSeen = resolve)));
+      const created = binding.batcherCreate(raw, (event) => event.type === 'marker' && markerSeen());
+      if (!created.ok) throw new Error(created.message);
+      return created.value;
+    };
+    const open = create([-1, 2]);
+    const fixed = create([4]);
+    const bytes = [new Uint8Array(16)];
+    for (const [id, variable] of [
+      [open, null],
+      [open, []],
+      [open, [2, 2]],
+      [open, [-3]],
+      [open, [1.5]],
+      [open, ['2']],
+      [fixed, [4]],
+    ] as const) {
+      const result = binding.batcherEnqueue(id, 1, 1, 0, 0, null, bytes, variable as never);
+      expect([variable, result.ok ? 'OK' : result.code]).toEqual([variable, 'INVALID_ARGUMENT']);
+    }
+    // A dims template whose count does not match the inputs is refused at create.
+    const { raw } = fillBatcherOptions({ ...base, inputs: [{ name: 'x', elementBytes: 4, dims: [4] }] });
+    const mismatched = binding.batcherCreate({ ...raw, inputDims: [] }, () => undefined);
+    expect(mismatched.ok ? 'OK' : mismatched.code).toBe('INVALID_ARGUMENT');
+    for (const id of [open, fixed]) expect(binding.batcherStop(id, 1)).toEqual({ ok: true, value: true });
+    await Promise.all(stopped);
+    expect(arena.stats().allocated).toBe(0);
+    arena.close();
+  });
+
   it.skipIf(!build.present)('steady clock: 2000 requests in waves, each slice holds its own bytes, memory back to 0', async () => {
     const { arena, make } = setup();
     const batcher = make({
@@ -298,20 +359,20 @@ describe.each(addonBuilds)('$kind build: batcher', (build) => {
   it.skipIf(!build.present)('enqueueValidated: queues as enqueue does; what only the native guards see is refused INVALID, not written', async () => {
     const { arena, batches, make } = setup();
     const batcher = make({ maxQueueDelayUs: 0 });
-    const slice = await batcher.enqueueValidated({ rows: 2, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(5, 2)], dims: [[4]] });
+    const slice = await batcher.enqueueValidated({ rows: 2, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(5, 2)], shapes: [[2, 4]] });
     expect(slice.batch.view(0).subarray(0, 2 * rowBytes)).toEqual(rowsOf(5, 2));
     slice.batch.release();
     // No TS argument check here: the native guard checks (input count, rows) still refuse.
-    const wrongCount = await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1), rowsOf(2)], dims: [[4], [4]] }));
+    const wrongCount = await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1), rowsOf(2)], shapes: [[1, 4], [1, 4]] }));
     expect(wrongCount.reason).toBe('INVALID');
     expect(wrongCount.message).toMatch(/expected 1 inputs, got 2/);
-    const tooManyRows = await rejection(batcher.enqueueValidated({ rows: 9, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1, 9)], dims: [[4]] }));
+    const tooManyRows = await rejection(batcher.enqueueValidated({ rows: 9, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1, 9)], shapes: [[9, 4]] }));
     expect(tooManyRows.message).toMatch(/rows: expected <= max_batch_size 8, got 9/);
     // A deadline already passed is DEADLINE_EXCEEDED, as through enqueue.
-    expect((await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: -5, inputs: [rowsOf(1)], dims: [[4]] }))).reason).toBe('DEADLINE_EXCEEDED');
+    expect((await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: -5, inputs: [rowsOf(1)], shapes: [[1, 4]] }))).reason).toBe('DEADLINE_EXCEEDED');
     expect(batches).toHaveLength(1);
     await batcher.stop();
-    expect((await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1)], dims: [[4]] }))).reason).toBe('SHUTDOWN');
+    expect((await rejection(batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [rowsOf(1)], shapes: [[1, 4]] }))).reason).toBe('SHUTDOWN');
     expect(arena.stats().allocated).toBe(0);
     arena.close();
   });

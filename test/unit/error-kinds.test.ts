@@ -87,18 +87,22 @@ describe('error kinds', () => {
       TIMEOUT: 'timeout',
       DEADLINE_EXCEEDED: 'deadline',
       SHUTDOWN: 'shutdown',
-      RESOURCE_EXHAUSTED: 'over_quota',
       OVER_QUOTA: 'over_quota',
       INVALID: 'invalid',
     };
     for (const [reason, kind] of Object.entries(reasons)) expect(kindOfRejection(reason)).toBe(kind);
     expect(kindOfRejection('OK')).toBeUndefined();
+    // The old name of OVER_QUOTA is no reason any more: the native side never sends it.
+    expect(kindOfRejection('RESOURCE_EXHAUSTED')).toBeUndefined();
+    expect(kindOfRejection('toString')).toBeUndefined();
     expect(kindOfExecutionFailure('INVALID')).toBe('invalid');
     expect(kindOfExecutionFailure('SHUTDOWN')).toBe('shutdown');
     expect(kindOfExecutionFailure('INTERNAL')).toBe('internal');
     expect(kindOfExecutionFailure('WORKER_CRASHED')).toBe('worker_crashed');
     expect(kindOfExecutionFailure('DEADLINE')).toBe('deadline');
     expect(kindOfExecutionFailure('RESOURCE_EXHAUSTED')).toBe('over_quota');
+    expect(kindOfExecutionFailure('DEVICE_LOST')).toBe('unavailable');
+    expect(kindOfExecutionFailure('SOMETHING_NEW')).toBe('internal');
     expect(isErrorKind('queue_full')).toBe(true);
     expect(isErrorKind('toString')).toBe(false);
   });
