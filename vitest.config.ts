@@ -3,20 +3,26 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // e2e suites start real server processes; keep them in separate forks so a
 // crash in one file cannot take down another, and give process start-up room.
 //
-// Two groups, one after the other:
-// - "suite": most files, three at a time whatever the core count. vitest's
-//   default on a 2-core machine is one file at a time (cores - 1), yet most of
-//   an e2e file's wall time is spent waiting on a server process it started
-//   (loading models, warm-up, timers), so three overlap well on 2 cores.
+// Two sets:
+// - `npm test`: the unit, native and layering tests, and the e2e files that
+//   cover the protocol, the doors, models and the request path quickly.
+// - `npm run test:full` (HOTPATH_TEST_FULL=1; CI runs it) adds SLOW_E2E: the
+//   files that hold servers under floods, bursts, slow clients or time limits
+//   for tens of seconds, the packed production install, and the longer
+//   operational suites (faults, control, drift, archive, TLS, routes).
+//
+// And two groups, one after the other:
+// - "suite": three files at a time whatever the core count. vitest's default
+//   on a 2-core machine is one (cores - 1), yet most of an e2e file's wall
+//   time is spent waiting on a server process it started (model loads,
+//   warm-up, timers), so three overlap well on 2 cores.
 // - "timing": the e2e files whose assertions compare durations or resource
 //   figures against limits (refusal times, RSS after bursts, drain and load
-//   deadlines, slow connections, heap rise, queue delays). They run one at a
-//   time after the rest, on a quiet machine, as they did before the split.
-//
-// `npm test` leaves out the packed-install e2e (npm pack + a production
-// install + an addon build, minutes on 2 cores); `npm run test:full` sets
-// HOTPATH_TEST_FULL=1 and runs it.
-const TIMING_FILES = [
+//   deadlines, slow connections, heap rise, queue delays, client vs server
+//   counts). They run one at a time after the rest, as on a quiet machine.
+const e2e = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.test.ts`);
+
+const TIMING_E2E = e2e([
   'bounded-decoding',
   'connection-caps',
   'dynamic-batching',
@@ -28,9 +34,31 @@ const TIMING_FILES = [
   'model-time-limits',
   'stream-backpressure',
   'warmup-readiness',
-].map((name) => `test/e2e/${name}.test.ts`);
+]);
 
-const leftOut = process.env.HOTPATH_TEST_FULL === '1' ? [] : ['test/e2e/production-install.test.ts'];
+const SLOW_E2E = e2e([
+  'archive-replay',
+  'bounded-decoding',
+  'connection-caps',
+  'docker-healthcheck',
+  'drift',
+  'grpc-admission-before-message',
+  'http-budgets',
+  'leak-patrol',
+  'memory-trim',
+  'model-control',
+  'model-faults',
+  'model-time-limits',
+  'production-install',
+  'registry-hygiene',
+  'routes',
+  'stream-backpressure',
+  'tenant-limits',
+  'tls',
+  'triton-command-line',
+]);
+
+const leftOut = process.env.HOTPATH_TEST_FULL === '1' ? [] : SLOW_E2E;
 
 const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 120_000 } as const;
 
@@ -42,7 +70,7 @@ export default defineConfig({
           ...shared,
           name: 'suite',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...TIMING_FILES, ...leftOut],
+          exclude: [...configDefaults.exclude, ...TIMING_E2E, ...leftOut],
           maxWorkers: Number(process.env.HOTPATH_TEST_WORKERS) || 3,
           sequence: { groupOrder: 0 },
         },
@@ -51,7 +79,8 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'timing',
-          include: TIMING_FILES,
+          include: TIMING_E2E,
+          exclude: leftOut,
           maxWorkers: 1,
           sequence: { groupOrder: 1 },
         },
