@@ -1,4 +1,5 @@
-// One HTTP/2 connection of the serve benchmark's raw load generator, on a
+// One HTTP/2 connection of the raw load generator (`hotpath perf`'s, and the
+// benchmarks', which import it from here), on a
 // plain TCP socket: each request is a copy of a pre-encoded template (HEADERS
 // + DATA, h2-wire.ts) with its stream id patched in, and requests queued in
 // one tick leave in one write. Responses are parsed frame by frame; header

@@ -1,0 +1,150 @@
+/**
+ * `hotpath perf`'s load generator, closed loop: `concurrency` requests in
+ * flight at all times, spread round-robin over `connections` raw HTTP/2
+ * connections (h2-raw-session.ts: pre-encoded frames, no per-request
+ * encoding), each answered request replaced at once by the next. Completions
+ * are recorded (latency from the request's write to its trailers) and read
+ * out per measurement window with `takeWindow`.
+ *
+ * One process, one thread: everything here runs on the event loop of the
+ * process that created it, and nothing is shared. The generator's own CPU
+ * is measured per window (process.cpuUsage), so a window where the client
+ * used most of its one core is flagged as client-bound.
+ */
+import { GRPC_REQUEST_HEADERS, MODEL_INFER_PATH } from './grpc-frames.js';
+import { RawH2Session, type StreamOutcome } from './h2-raw-session.js';
+
+/** What one window saw. */
+export interface WindowRecord {
+  /** Per successful request completed in the window, latency in µs. */
+  readonly latenciesUs: Float64Array;
+  /** Requests that completed in the window with an error (not grpc-status 0, reset, connection lost). */
+  readonly errors: number;
+  /** Up to 5 distinct error descriptions, with their counts. */
+  readonly errorSamples: ReadonlyMap<string, number>;
+  readonly elapsedMs: number;
+  /** The generator's CPU time (user + system) over the window, as a share of one core (1 = 100%). */
+  readonly clientCpu: number;
+}
+
+export interface ClosedLoopOptions {
+  /** host:port of a plaintext gRPC server. */
+  readonly address: string;
+  readonly connections: number;
+  /** One length-prefixed ModelInfer request, sent as is by every request. */
+  readonly body: Uint8Array;
+  /** Extra request headers (e.g. authorization), sent with every request. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+const MAX_ERROR_SAMPLES = 5;
+
+export class ClosedLoop {
+  private target = 0;
+  private inFlight = 0;
+  private next = 0;
+  private latencies: number[] = [];
+  private errors = 0;
+  private errorSamples = new Map<string, number>();
+  private windowStartNs = process.hrtime.bigint();
+  private windowCpu = process.cpuUsage();
+  private drained: (() => void) | undefined;
+
+  private constructor(private readonly sessions: readonly RawH2Session[]) {}
+
+  /** Opens the connections (each waits for the server's SETTINGS ACK); sends nothing yet. */
+  static async open(options: ClosedLoopOptions): Promise<ClosedLoop> {
+    const headers = { ...GRPC_REQUEST_HEADERS, ...options.headers };
+    const sessions = await Promise.all(
+      Array.from({ length: options.connections }, () => RawH2Session.connect(options.address, MODEL_INFER_PATH, headers, options.body)),
+    );
+    return new ClosedLoop(sessions);
+  }
+
+  /** Keeps `concurrency` requests in flight from now on (more start at once; fewer as answers come back). */
+  setConcurrency(concurrency: number): void {
+    this.target = concurrency;
+    while (this.inFlight < this.target) this.send();
+  }
+
+  /** Starts a new window: what completes from now on counts in the next `takeWindow`. */
+  startWindow(): void {
+    this.latencies = [];
+    this.errors = 0;
+    this.errorSamples = new Map();
+    this.windowStartNs = process.hrtime.bigint();
+    this.windowCpu = process.cpuUsage();
+  }
+
+  /** The window since `startWindow`, and a new one started. */
+  takeWindow(): WindowRecord {
+    const now = process.hrtime.bigint();
+    const cpu = process.cpuUsage(this.windowCpu);
+    const elapsedMs = Number(now - this.windowStartNs) / 1e6;
+    const record: WindowRecord = {
+      latenciesUs: Float64Array.from(this.latencies),
+      errors: this.errors,
+      errorSamples: this.errorSamples,
+      elapsedMs,
+      clientCpu: elapsedMs > 0 ? (cpu.user + cpu.system) / 1000 / elapsedMs : 0,
+    };
+    this.startWindow();
+    return record;
+  }
+
+  /** Sends no new request and resolves once every request in flight has ended, or after `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<void> {
+    this.target = 0;
+    if (this.inFlight === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.drained = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.drained = undefined;
+  }
+
+  close(): void {
+    for (const session of this.sessions) session.close();
+  }
+
+  private send(): void {
+    const session = this.sessions[this.next]!;
+    this.next = (this.next + 1) % this.sessions.length;
+    this.inFlight += 1;
+    const startNs = process.hrtime.bigint();
+    session.request((outcome) => this.onAnswer(startNs, outcome));
+  }
+
+  private onAnswer(startNs: bigint, outcome: StreamOutcome): void {
+    this.inFlight -= 1;
+    // A request answered before the window started (sent in the previous one) still counts where it ends, as perf_analyzer's do.
+    if (outcome.endNs >= this.windowStartNs) {
+      if (outcome.ok) this.latencies.push(Number(outcome.endNs - startNs) / 1000);
+      else {
+        this.errors += 1;
+        const seen = this.errorSamples.get(outcome.description);
+        if (seen !== undefined) this.errorSamples.set(outcome.description, seen + 1);
+        else if (this.errorSamples.size < MAX_ERROR_SAMPLES) this.errorSamples.set(outcome.description, 1);
+      }
+    }
+    if (this.inFlight < this.target) {
+      // After an error, the next request waits a turn of the event loop: a lost
+      // connection answers at once, and re-sending in the same microtask chain
+      // would starve the timers that end the window.
+      if (outcome.ok) this.send();
+      else this.resendSoon();
+    } else if (this.inFlight === 0) this.drained?.();
+  }
+
+  private resendSoon(): void {
+    this.inFlight += 1;
+    setImmediate(() => {
+      this.inFlight -= 1;
+      if (this.inFlight < this.target) this.send();
+      else if (this.inFlight === 0) this.drained?.();
+    });
+  }
+}

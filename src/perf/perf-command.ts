@@ -1,0 +1,140 @@
+/**
+ * `hotpath perf`: perf_analyzer's job against any KServe V2 / Triton gRPC
+ * server. Reads the model's metadata and config with the typed client,
+ * builds one request (request-body.ts), then for each concurrency level runs
+ * the closed loop (closed-loop.ts) window after window, bracketing each
+ * window with ModelStatistics snapshots (server-stats.ts), until the last
+ * three windows are stable or --max-trials is reached, and reports
+ * (perf-report.ts).
+ *
+ * Main thread of its own process; the command owns the client and the
+ * connections it opens and closes them before it returns.
+ */
+import { writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient, type HotpathClient } from '../client/client.js';
+import { UsageError } from '../common/flag-values.js';
+import { ClosedLoop } from './closed-loop.js';
+import { parsePerfArgs, PERF_USAGE, type PerfSettings } from './perf-flags.js';
+import { isStable, summarise, toCsv, toTable, type LevelResult, type Measurement } from './perf-report.js';
+import { buildRequestBody } from './request-body.js';
+import { serverSplit, snapshot } from './server-stats.js';
+
+/** How long requests still in flight at the end of a level may take before they are abandoned. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
+/** Runs `hotpath perf ...`; sets process.exitCode (0, 1 or 2) rather than exiting. */
+export async function perfCommand(argv: string[], out: NodeJS.WritableStream = process.stdout): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    out.write(PERF_USAGE);
+    return;
+  }
+  let settings: PerfSettings;
+  try {
+    settings = parsePerfArgs(argv);
+  } catch (err) {
+    if (!isUsageError(err)) throw err;
+    process.stderr.write(`hotpath perf: ${err.message}\n\n${PERF_USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  const client = createClient(settings.url, settings.apiKey === undefined ? {} : { apiKey: settings.apiKey });
+  let loop: ClosedLoop | undefined;
+  try {
+    let prepared: Awaited<ReturnType<typeof prepare>>;
+    try {
+      prepared = await prepare(client, settings);
+    } catch (err) {
+      // A --shape or -b that does not fit the model: a usage error, found once the model is known.
+      if (!(err instanceof UsageError)) throw err;
+      process.stderr.write(`hotpath perf: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    if (typeof prepared === 'string') {
+      process.stderr.write(`hotpath perf: ${prepared}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    loop = await ClosedLoop.open({
+      address: settings.url,
+      connections: settings.connections,
+      body: prepared.frame,
+      headers: settings.apiKey === undefined ? {} : { authorization: `Bearer ${settings.apiKey}` },
+    });
+    out.write(
+      `hotpath perf: model '${settings.model}'${settings.version ? ` version ${settings.version}` : ''} at ${settings.url}, ` +
+        `batch ${settings.batchSize}, inputs ${Object.entries(prepared.shapes).map(([name, shape]) => `${name}[${shape.join(',')}]`).join(' ')}, ` +
+        `${settings.connections} connection(s), windows of ${settings.measurementIntervalMs} ms\n`,
+    );
+    const levels: LevelResult[] = [];
+    for (const concurrency of settings.concurrency) {
+      const level = await measureLevel(client, loop, settings, concurrency);
+      levels.push(level);
+      out.write(`concurrency ${concurrency}: ${level.inferencesPerSecond.toFixed(1)} infer/s, p99 ${(level.p99Us / 1000).toFixed(3)} ms` +
+        `${level.errors > 0 ? `, ${level.errors} error(s)` : ''}${level.stable ? '' : ' (unstable)'}\n`);
+    }
+    out.write(`\n${toTable(levels)}`);
+    if (settings.csvFile !== undefined) writeFileSync(settings.csvFile, toCsv(levels));
+    if (settings.jsonFile !== undefined) writeFileSync(settings.jsonFile, `${JSON.stringify({ settings: jsonSettings(settings), levels }, null, 2)}\n`);
+    process.exitCode = levels.some((level) => level.errors > 0) ? 1 : 0;
+  } finally {
+    loop?.close();
+    client.close();
+  }
+}
+
+/** The request to send, or why the model cannot be measured (unreachable server, unknown model). */
+async function prepare(client: HotpathClient, settings: PerfSettings): Promise<ReturnType<typeof buildRequestBody> | string> {
+  const versionOption = settings.version === '' ? {} : { version: settings.version };
+  try {
+    const [metadata, config] = await Promise.all([
+      client.metadata(settings.model, { ...versionOption, timeoutMs: 10_000 }),
+      client.config(settings.model, { ...versionOption, timeoutMs: 10_000 }),
+    ]);
+    return buildRequestBody(metadata, {
+      model: settings.model,
+      version: settings.version,
+      batchSize: settings.batchSize,
+      maxBatchSize: config.maxBatchSize,
+      shapes: settings.shapes,
+      data: settings.inputData,
+    });
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    return `cannot measure model '${settings.model}' at ${settings.url}: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+/**
+ * One concurrency level: windows until the last three are stable or
+ * --max-trials windows have run; the row summarises the last three. The
+ * first window after a change of concurrency counts like any other: the
+ * stability rule discards a warming window on its own.
+ */
+async function measureLevel(client: HotpathClient, loop: ClosedLoop, settings: PerfSettings, concurrency: number): Promise<LevelResult> {
+  loop.setConcurrency(concurrency);
+  const windows: Measurement[] = [];
+  let stable = false;
+  while (windows.length < settings.maxTrials) {
+    const before = await snapshot(client, settings.model, settings.version);
+    loop.startWindow();
+    await sleep(settings.measurementIntervalMs);
+    const record = loop.takeWindow();
+    const after = await snapshot(client, settings.model, settings.version);
+    windows.push({ client: record, server: serverSplit(before, after) });
+    stable = isStable(windows.map((w) => w.client), settings.stabilityPercentage, settings.percentile);
+    if (stable) break;
+  }
+  await loop.drain(DRAIN_TIMEOUT_MS);
+  return summarise(concurrency, settings.batchSize, windows.slice(-3), stable, windows.length);
+}
+
+function jsonSettings(settings: PerfSettings): Record<string, unknown> {
+  const { apiKey: _secret, shapes, ...rest } = settings;
+  return { ...rest, shapes: Object.fromEntries(shapes) };
+}
+
+function isUsageError(err: unknown): err is Error {
+  return err instanceof UsageError || (err instanceof Error && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
+}

@@ -1,0 +1,141 @@
+/**
+ * `hotpath perf`'s command line: perf_analyzer's flag names and defaults for
+ * what this version does, and a clear refusal for what it does not do yet
+ * (HTTP, open-loop rates, input files, TLS). Pure.
+ */
+import { parseArgs } from 'node:util';
+import { integerFlag, numberFlag, UsageError } from '../common/flag-values.js';
+import type { InputData } from './request-body.js';
+
+export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PORT] [-i grpc] [-b BATCH]
+                    [--concurrency-range START[:END[:STEP]]] [--connections N]
+                    [--input-data random|zero] [--shape NAME:DIMS]...
+                    [--measurement-interval MS] [--stability-percentage P] [--max-trials N]
+                    [--percentile P] [-f FILE.csv] [--json FILE] [--api-key KEY]
+
+Measures a model on any KServe V2 / Triton gRPC server, as perf_analyzer does: for each
+concurrency level, a closed loop keeps that many requests in flight and measures windows
+until three in a row agree, then reports throughput, latency percentiles and the server's
+own split of the time (ModelStatistics).
+
+  -m MODEL                    the model
+  -x VERSION                  its version (default: the server's choice)
+  -u HOST:PORT                the server's gRPC address (default localhost:8001)
+  -i grpc                     the protocol; only grpc in this version (-i http is refused)
+  -b BATCH                    rows per request (default 1; the model must batch for more)
+  --concurrency-range R       START[:END[:STEP]], requests in flight (default 1; STEP 1)
+  --connections N             HTTP/2 connections the requests are spread over (default 4)
+  --input-data random|zero    the inputs' values (default random: floats in [0, 1), integers 0 or 1)
+  --shape NAME:DIMS           dims of an input with variable dims, without the batch dim (e.g. ids:16)
+  --measurement-interval MS   one measurement window (default 5000)
+  --stability-percentage P    windows agree when within ±P% of their mean (default 10)
+  --max-trials N              windows per level before giving up on stability (default 10)
+  --percentile P              follow the P-th percentile latency for stability (default: the average)
+  -f FILE                     also write perf_analyzer's CSV (values in µs)
+  --json FILE                 also write the results as JSON
+  --api-key KEY               a tenant's API key (or the HOTPATH_API_KEY environment variable)
+
+The load generator writes pre-encoded HTTP/2 frames on raw sockets, from this one process
+(no worker processes yet), and reports its own CPU: a level where it used most of its core is
+marked CLIENT-BOUND. A level that does not stabilise is reported and marked UNSTABLE.
+Exit status: 0 when every request succeeded; 1 when any failed (they are counted and shown)
+or the server cannot be reached; 2 for a usage error.
+Not in this version: -i http, --request-rate-range, --input-data FILE, TLS, --plot.
+`;
+
+export interface PerfSettings {
+  readonly model: string;
+  readonly version: string;
+  readonly url: string;
+  readonly batchSize: number;
+  readonly concurrency: readonly number[];
+  readonly connections: number;
+  readonly inputData: InputData;
+  readonly shapes: ReadonlyMap<string, readonly number[]>;
+  readonly measurementIntervalMs: number;
+  readonly stabilityPercentage: number;
+  readonly maxTrials: number;
+  readonly percentile: number | undefined;
+  readonly csvFile: string | undefined;
+  readonly jsonFile: string | undefined;
+  readonly apiKey: string | undefined;
+}
+
+/** Parses `hotpath perf`'s arguments; throws UsageError (or parseArgs's error) naming the flag. */
+export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): PerfSettings {
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    allowPositionals: false,
+    options: {
+      'model-name': { type: 'string', short: 'm' },
+      'model-version': { type: 'string', short: 'x' },
+      url: { type: 'string', short: 'u' },
+      protocol: { type: 'string', short: 'i' },
+      'batch-size': { type: 'string', short: 'b' },
+      'concurrency-range': { type: 'string' },
+      connections: { type: 'string' },
+      'input-data': { type: 'string' },
+      shape: { type: 'string', multiple: true },
+      'measurement-interval': { type: 'string', short: 'p' },
+      'stability-percentage': { type: 'string', short: 's' },
+      'max-trials': { type: 'string', short: 'r' },
+      percentile: { type: 'string' },
+      'latency-report-file': { type: 'string', short: 'f' },
+      json: { type: 'string' },
+      'api-key': { type: 'string' },
+    },
+  });
+  const model = values['model-name'];
+  if (model === undefined || model === '') throw new UsageError('-m: expected the model name');
+  const protocol = (values.protocol ?? 'grpc').toLowerCase();
+  if (protocol === 'http') throw new UsageError('-i http: not supported yet; this version of hotpath perf speaks gRPC only (-i grpc)');
+  if (protocol !== 'grpc') throw new UsageError(`-i: expected grpc, got '${values.protocol}'`);
+  const url = values.url ?? 'localhost:8001';
+  if (!/^[^:/\s]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$/.test(url)) throw new UsageError(`-u: expected HOST:PORT (plaintext gRPC), got '${url}'`);
+  const inputData = values['input-data'] ?? 'random';
+  if (inputData !== 'random' && inputData !== 'zero') {
+    throw new UsageError(`--input-data: expected random or zero (input files are not supported yet), got '${inputData}'`);
+  }
+  return {
+    model,
+    version: values['model-version'] ?? '',
+    url,
+    batchSize: integerFlag('-b', values['batch-size'] ?? '1', 1, 1 << 20),
+    concurrency: concurrencyRange(values['concurrency-range'] ?? '1'),
+    connections: integerFlag('--connections', values.connections ?? '4', 1, 1024),
+    inputData,
+    shapes: shapeFlags(values.shape ?? []),
+    measurementIntervalMs: integerFlag('--measurement-interval', values['measurement-interval'] ?? '5000', 50, 3_600_000),
+    stabilityPercentage: numberFlag('--stability-percentage', values['stability-percentage'] ?? '10', 0, 1000),
+    maxTrials: integerFlag('--max-trials', values['max-trials'] ?? '10', 3, 10_000),
+    percentile: values.percentile === undefined ? undefined : integerFlag('--percentile', values.percentile, 1, 99),
+    csvFile: values['latency-report-file'],
+    jsonFile: values.json,
+    apiKey: values['api-key'] ?? env['HOTPATH_API_KEY'],
+  };
+}
+
+/** START[:END[:STEP]] → the levels, ascending. */
+export function concurrencyRange(raw: string): number[] {
+  const parts = raw.split(':');
+  if (parts.length > 3) throw new UsageError(`--concurrency-range: expected START[:END[:STEP]], got '${raw}'`);
+  const start = integerFlag('--concurrency-range START', parts[0]!, 1, 100_000);
+  const end = parts[1] === undefined ? start : integerFlag('--concurrency-range END', parts[1], start, 100_000);
+  const step = parts[2] === undefined ? 1 : integerFlag('--concurrency-range STEP', parts[2], 1, 100_000);
+  const levels: number[] = [];
+  for (let level = start; level <= end; level += step) levels.push(level);
+  return levels;
+}
+
+/** `NAME:D1,D2,...` (perf_analyzer's --shape) per input. */
+function shapeFlags(raw: readonly string[]): Map<string, number[]> {
+  const shapes = new Map<string, number[]>();
+  for (const flag of raw) {
+    const colon = flag.lastIndexOf(':');
+    if (colon <= 0) throw new UsageError(`--shape: expected NAME:DIMS (e.g. ids:16 or image:3,224,224), got '${flag}'`);
+    const dims = flag.slice(colon + 1).split(',').map((dim) => integerFlag(`--shape ${flag.slice(0, colon)}`, dim, 1, 1 << 24));
+    shapes.set(flag.slice(0, colon), dims);
+  }
+  return shapes;
+}
