@@ -37,9 +37,18 @@ export interface ClosedLoopOptions {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/** What the command drives: this in-process loop, or the same loop in child processes (load-processes.ts). */
+export interface LoadGenerator {
+  setConcurrency(concurrency: number): void;
+  startWindow(): void;
+  takeWindow(): Promise<WindowRecord> | WindowRecord;
+  drain(timeoutMs: number): Promise<void>;
+  close(): void;
+}
+
 const MAX_ERROR_SAMPLES = 5;
 
-export class ClosedLoop {
+export class ClosedLoop implements LoadGenerator {
   private target = 0;
   private inFlight = 0;
   private next = 0;

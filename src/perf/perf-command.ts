@@ -14,7 +14,8 @@ import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, type HotpathClient } from '../client/client.js';
 import { UsageError } from '../common/flag-values.js';
-import { ClosedLoop } from './closed-loop.js';
+import { ClosedLoop, type ClosedLoopOptions, type LoadGenerator } from './closed-loop.js';
+import { LoadProcesses } from './load-processes.js';
 import { parsePerfArgs, PERF_USAGE, type PerfSettings } from './perf-flags.js';
 import { isStable, summarise, toCsv, toTable, type LevelResult, type Measurement } from './perf-report.js';
 import { buildRequestBody } from './request-body.js';
@@ -39,7 +40,7 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
     return;
   }
   const client = createClient(settings.url, settings.apiKey === undefined ? {} : { apiKey: settings.apiKey });
-  let loop: ClosedLoop | undefined;
+  let loop: LoadGenerator | undefined;
   try {
     let prepared: Awaited<ReturnType<typeof prepare>>;
     try {
@@ -56,16 +57,17 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
       process.exitCode = 1;
       return;
     }
-    loop = await ClosedLoop.open({
+    const loadOptions: ClosedLoopOptions = {
       address: settings.url,
       connections: settings.connections,
       body: prepared.frame,
       headers: settings.apiKey === undefined ? {} : { authorization: `Bearer ${settings.apiKey}` },
-    });
+    };
+    loop = settings.loadProcesses === 1 ? await ClosedLoop.open(loadOptions) : await LoadProcesses.open(loadOptions, settings.loadProcesses);
     out.write(
       `hotpath perf: model '${settings.model}'${settings.version ? ` version ${settings.version}` : ''} at ${settings.url}, ` +
         `batch ${settings.batchSize}, inputs ${Object.entries(prepared.shapes).map(([name, shape]) => `${name}[${shape.join(',')}]`).join(' ')}, ` +
-        `${settings.connections} connection(s), windows of ${settings.measurementIntervalMs} ms\n`,
+        `${settings.connections} connection(s)${settings.loadProcesses > 1 ? ` from ${settings.loadProcesses} processes` : ''}, windows of ${settings.measurementIntervalMs} ms\n`,
     );
     const levels: LevelResult[] = [];
     for (const concurrency of settings.concurrency) {
@@ -112,7 +114,7 @@ async function prepare(client: HotpathClient, settings: PerfSettings): Promise<R
  * first window after a change of concurrency counts like any other: the
  * stability rule discards a warming window on its own.
  */
-async function measureLevel(client: HotpathClient, loop: ClosedLoop, settings: PerfSettings, concurrency: number): Promise<LevelResult> {
+async function measureLevel(client: HotpathClient, loop: LoadGenerator, settings: PerfSettings, concurrency: number): Promise<LevelResult> {
   loop.setConcurrency(concurrency);
   const windows: Measurement[] = [];
   let stable = false;
@@ -120,7 +122,7 @@ async function measureLevel(client: HotpathClient, loop: ClosedLoop, settings: P
     const before = await snapshot(client, settings.model, settings.version);
     loop.startWindow();
     await sleep(settings.measurementIntervalMs);
-    const record = loop.takeWindow();
+    const record = await loop.takeWindow();
     const after = await snapshot(client, settings.model, settings.version);
     windows.push({ client: record, server: serverSplit(before, after) });
     stable = isStable(windows.map((w) => w.client), settings.stabilityPercentage, settings.percentile);

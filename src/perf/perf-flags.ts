@@ -8,7 +8,7 @@ import { integerFlag, numberFlag, UsageError } from '../common/flag-values.js';
 import type { InputData } from './request-body.js';
 
 export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PORT] [-i grpc] [-b BATCH]
-                    [--concurrency-range START[:END[:STEP]]] [--connections N]
+                    [--concurrency-range START[:END[:STEP]]] [--connections N] [--load-processes N]
                     [--input-data random|zero] [--shape NAME:DIMS]...
                     [--measurement-interval MS] [--stability-percentage P] [--max-trials N]
                     [--percentile P] [-f FILE.csv] [--json FILE] [--api-key KEY]
@@ -25,6 +25,8 @@ own split of the time (ModelStatistics).
   -b BATCH                    rows per request (default 1; the model must batch for more)
   --concurrency-range R       START[:END[:STEP]], requests in flight (default 1; STEP 1)
   --connections N             HTTP/2 connections the requests are spread over (default 4)
+  --load-processes N          load-generator processes sharing the connections and the
+                              concurrency (default 1: the generator runs in this process)
   --input-data random|zero    the inputs' values (default random: floats in [0, 1), integers 0 or 1)
   --shape NAME:DIMS           dims of an input with variable dims, without the batch dim (e.g. ids:16)
   --measurement-interval MS   one measurement window (default 5000)
@@ -35,9 +37,9 @@ own split of the time (ModelStatistics).
   --json FILE                 also write the results as JSON
   --api-key KEY               a tenant's API key (or the HOTPATH_API_KEY environment variable)
 
-The load generator writes pre-encoded HTTP/2 frames on raw sockets, from this one process
-(no worker processes yet), and reports its own CPU: a level where it used most of its core is
-marked CLIENT-BOUND. A level that does not stabilise is reported and marked UNSTABLE.
+The load generator writes pre-encoded HTTP/2 frames on raw sockets, from this process or from
+--load-processes child processes, and reports its own CPU (the busiest process's): a level
+where it used most of a core is marked CLIENT-BOUND. A level that does not stabilise is reported and marked UNSTABLE.
 Exit status: 0 when every request succeeded; 1 when any failed (they are counted and shown)
 or the server cannot be reached; 2 for a usage error.
 Not in this version: -i http, --request-rate-range, --input-data FILE, TLS, --plot.
@@ -50,6 +52,7 @@ export interface PerfSettings {
   readonly batchSize: number;
   readonly concurrency: readonly number[];
   readonly connections: number;
+  readonly loadProcesses: number;
   readonly inputData: InputData;
   readonly shapes: ReadonlyMap<string, readonly number[]>;
   readonly measurementIntervalMs: number;
@@ -75,6 +78,7 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
       'batch-size': { type: 'string', short: 'b' },
       'concurrency-range': { type: 'string' },
       connections: { type: 'string' },
+      'load-processes': { type: 'string' },
       'input-data': { type: 'string' },
       shape: { type: 'string', multiple: true },
       'measurement-interval': { type: 'string', short: 'p' },
@@ -97,13 +101,19 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
   if (inputData !== 'random' && inputData !== 'zero') {
     throw new UsageError(`--input-data: expected random or zero (input files are not supported yet), got '${inputData}'`);
   }
+  const connections = integerFlag('--connections', values.connections ?? '4', 1, 1024);
+  const loadProcesses = integerFlag('--load-processes', values['load-processes'] ?? '1', 1, 64);
+  if (connections < loadProcesses) {
+    throw new UsageError(`--load-processes ${loadProcesses}: expected at most --connections (${connections}); each process needs a connection`);
+  }
   return {
     model,
     version: values['model-version'] ?? '',
     url,
     batchSize: integerFlag('-b', values['batch-size'] ?? '1', 1, 1 << 20),
     concurrency: concurrencyRange(values['concurrency-range'] ?? '1'),
-    connections: integerFlag('--connections', values.connections ?? '4', 1, 1024),
+    connections,
+    loadProcesses,
     inputData,
     shapes: shapeFlags(values.shape ?? []),
     measurementIntervalMs: integerFlag('--measurement-interval', values['measurement-interval'] ?? '5000', 50, 3_600_000),

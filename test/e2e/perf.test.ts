@@ -3,7 +3,8 @@
  * real server, with short windows: the CSV has perf_analyzer's exact header
  * and one row per level, the throughput it reports agrees with the server's
  * ModelStatistics success count over the same windows, failing requests are
- * counted (and agree with the server's fail count) and exit 1, an unknown
+ * counted (and agree with the server's fail count) and exit 1, the load
+ * spread over child processes (--load-processes) still agrees, an unknown
  * model is named, and -i http and a variable dim without --shape are usage
  * errors (exit 2).
  */
@@ -89,6 +90,21 @@ describe('hotpath perf', () => {
       expect(level.p50Us).toBeLessThanOrEqual(level.p99Us);
       expect(level.computeInferUs).toBeGreaterThan(0);
     }
+  });
+
+  it('--load-processes 2: the same loop in two child processes, merged, agreeing with the server', async () => {
+    const json = path.join(out, 'processes.json');
+    const run = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '--concurrency-range', '4', '--load-processes', '2', ...SHORT, '--json', json]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/4 connection\(s\) from 2 processes/);
+    const [level] = (JSON.parse(await readFile(json, 'utf8')) as { levels: LevelResult[] }).levels;
+    expect(level!.clientRequests).toBeGreaterThan(0);
+    // Each process starts and ends its window on its own IPC message: a little more slack than in one process.
+    expect(Math.abs(level!.clientRequests - level!.serverRequests)).toBeLessThanOrEqual(2 * 4 + 0.1 * level!.serverRequests);
+    const refused = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '--connections', '2', '--load-processes', '3']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--load-processes 3: expected at most --connections \(2\); each process needs a connection/);
   });
 
   it('counts and shows failing requests, agreeing with the server, and exits 1', async () => {
