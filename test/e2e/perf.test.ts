@@ -4,17 +4,20 @@
  * and one row per level, the throughput it reports agrees with the server's
  * ModelStatistics success count over the same windows, failing requests are
  * counted (and agree with the server's fail count) and exit 1, the load
- * spread over child processes (--load-processes) still agrees, an unknown
+ * spread over child processes (--load-processes) still agrees, --api-key
+ * reaches a server that requires keys (on the raw connections too), an unknown
  * model is named, and -i http and a variable dim without --shape are usage
  * errors (exit 2).
  */
 import { spawn } from 'node:child_process';
-import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { CSV_HEADER, type LevelResult } from '../../src/perf/perf-report.js';
+import { keyHash } from '../../src/security/api-keys.js';
 import { tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 import { PACKAGE_ROOT } from './helpers/server-process.js';
@@ -136,5 +139,38 @@ describe('hotpath perf', () => {
     const shaped = await perf(['-m', 'ragged', '-u', served.server.grpcAddress, '--shape', 'INPUT0:16', '--input-data', 'zero', ...SHORT]);
     expect(shaped.code).toBe(0);
     expect(shaped.stdout).toMatch(/inputs INPUT0\[1,16\]/);
+  });
+});
+
+describe('hotpath perf against a server that requires API keys', () => {
+  const KEY = `ads-${randomBytes(18).toString('base64url')}`;
+  let keyed: ServedRepository;
+  let secrets: string;
+  beforeAll(async () => {
+    secrets = await mkdtemp(path.join(os.tmpdir(), 'hotpath-perf-keys-'));
+    const tenantsFile = path.join(secrets, 'tenants.json');
+    await writeFile(tenantsFile, JSON.stringify({ tenants: { default: { keys: [keyHash(KEY)] } } }));
+    keyed = await serveRepository(
+      tempRepository((dir) => writeIdentityModel(dir, { name: 'ident', dtype: 'FP32', maxBatchSize: 8, withConfig: true, dims: [4] })),
+      ['--tenants-file', tenantsFile, '--require-api-key'],
+    );
+  });
+  afterAll(async () => {
+    await keyed?.close();
+    await rm(secrets, { recursive: true, force: true });
+  });
+
+  it('sends --api-key on the metadata calls and on every load request; without it, says the server refused', async () => {
+    const json = path.join(out, 'keyed.json');
+    const run = await perf(['-m', 'ident', '-u', keyed.server.grpcAddress, '--api-key', KEY, ...SHORT, '--json', json]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const [level] = (JSON.parse(await readFile(json, 'utf8')) as { levels: LevelResult[] }).levels;
+    expect([level!.errors, level!.clientRequests > 0]).toEqual([0, true]);
+    expect(await readFile(json, 'utf8')).not.toContain(KEY);
+
+    const refused = await perf(['-m', 'ident', '-u', keyed.server.grpcAddress, ...SHORT]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^hotpath perf: cannot measure model 'ident' at .*missing API key/);
   });
 });
