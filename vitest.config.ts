@@ -10,7 +10,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 //   (loading models, warm-up, timers), so three overlap well on 2 cores.
 // - "timing": the e2e files whose assertions compare durations or resource
 //   figures against limits (refusal times, RSS after bursts, drain and load
-//   deadlines, slow connections, heap rise, queue delays). They run one at a
+//   deadlines, slow connections, heap rise, queue delays, perf's client and
+//   server counts over the same short windows). They run one at a
 //   time after the rest, on a quiet machine, as they did before the split.
 //
 // `npm test` leaves out the packed-install e2e (npm pack + a production
@@ -26,6 +27,7 @@ const TIMING_FILES = [
   'leak-patrol',
   'memory-trim',
   'model-time-limits',
+  'perf',
   'stream-backpressure',
   'warmup-readiness',
 ].map((name) => `test/e2e/${name}.test.ts`);
