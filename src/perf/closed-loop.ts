@@ -11,6 +11,7 @@
  * is measured per window (process.cpuUsage), so a window where the client
  * used most of its one core is flagged as client-bound.
  */
+import type { ConnectionOptions } from 'node:tls';
 import { GRPC_REQUEST_HEADERS, MODEL_INFER_PATH } from './grpc-frames.js';
 import { RawH2Session, type StreamOutcome } from './h2-raw-session.js';
 
@@ -35,6 +36,8 @@ export interface ClosedLoopOptions {
   readonly body: Uint8Array;
   /** Extra request headers (e.g. authorization), sent with every request. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** TLS (roots, client certificate, server name); absent: plaintext. */
+  readonly tls?: ConnectionOptions;
 }
 
 /** What the command drives: this in-process loop, or the same loop in child processes (load-processes.ts). */
@@ -65,7 +68,7 @@ export class ClosedLoop implements LoadGenerator {
   static async open(options: ClosedLoopOptions): Promise<ClosedLoop> {
     const headers = { ...GRPC_REQUEST_HEADERS, ...options.headers };
     const sessions = await Promise.all(
-      Array.from({ length: options.connections }, () => RawH2Session.connect(options.address, MODEL_INFER_PATH, headers, options.body)),
+      Array.from({ length: options.connections }, () => RawH2Session.connect(options.address, MODEL_INFER_PATH, headers, options.body, 10_000, options.tls)),
     );
     return new ClosedLoop(sessions);
   }

@@ -10,13 +10,13 @@
  * Main thread of its own process; the command owns the client and the
  * connections it opens and closes them before it returns.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient, type HotpathClient } from '../client/client.js';
+import { createClient, type ClientOptions, type HotpathClient } from '../client/client.js';
 import { UsageError } from '../common/flag-values.js';
 import { ClosedLoop, type ClosedLoopOptions, type LoadGenerator } from './closed-loop.js';
 import { LoadProcesses } from './load-processes.js';
-import { parsePerfArgs, PERF_USAGE, type PerfSettings } from './perf-flags.js';
+import { parsePerfArgs, PERF_USAGE, type PerfSettings, type PerfTls } from './perf-flags.js';
 import { isStable, summarise, toCsv, toTable, type LevelResult, type Measurement } from './perf-report.js';
 import { buildRequestBody } from './request-body.js';
 import { serverSplit, snapshot } from './server-stats.js';
@@ -39,7 +39,21 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
     process.exitCode = 2;
     return;
   }
-  const client = createClient(settings.url, settings.apiKey === undefined ? {} : { apiKey: settings.apiKey });
+  let files: TlsFiles | undefined;
+  try {
+    files = settings.tls === undefined ? undefined : readTlsFiles(settings.tls);
+  } catch (err) {
+    process.stderr.write(`hotpath perf: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const clientOptions: ClientOptions = {
+    ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
+    ...(files === undefined ? {} : {
+      tls: { rootCertificates: files.ca, certificateChain: files.cert, privateKey: files.key, serverName: settings.tls?.serverName },
+    }),
+  };
+  const client = createClient(files === undefined ? settings.url : `grpcs://${settings.url}`, clientOptions);
   let loop: LoadGenerator | undefined;
   try {
     let prepared: Awaited<ReturnType<typeof prepare>>;
@@ -62,6 +76,9 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
       connections: settings.connections,
       body: prepared.frame,
       headers: settings.apiKey === undefined ? {} : { authorization: `Bearer ${settings.apiKey}` },
+      ...(files === undefined ? {} : {
+        tls: { ca: files.ca, cert: files.cert, key: files.key, ...(settings.tls?.serverName ? { servername: settings.tls.serverName } : {}) },
+      }),
     };
     loop = settings.loadProcesses === 1 ? await ClosedLoop.open(loadOptions) : await LoadProcesses.open(loadOptions, settings.loadProcesses);
     out.write(
@@ -130,6 +147,25 @@ async function measureLevel(client: HotpathClient, loop: LoadGenerator, settings
   }
   await loop.drain(DRAIN_TIMEOUT_MS);
   return summarise(concurrency, settings.batchSize, windows.slice(-3), stable, windows.length);
+}
+
+interface TlsFiles {
+  readonly ca: Buffer | undefined;
+  readonly cert: Buffer | undefined;
+  readonly key: Buffer | undefined;
+}
+
+/** The PEM files, read once for both the client and the load connections; the error names the flag. */
+function readTlsFiles(options: PerfTls): TlsFiles {
+  const read = (flag: string, file: string | undefined): Buffer | undefined => {
+    if (file === undefined) return undefined;
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new UsageError(`${flag} ${file}: cannot read it (${err instanceof Error ? err.message : String(err)})`);
+    }
+  };
+  return { ca: read('--root-cert', options.rootCert), cert: read('--client-cert', options.clientCert), key: read('--client-key', options.clientKey) };
 }
 
 function jsonSettings(settings: PerfSettings): Record<string, unknown> {

@@ -12,6 +12,8 @@ export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PO
                     [--input-data random|zero] [--shape NAME:DIMS]...
                     [--measurement-interval MS] [--stability-percentage P] [--max-trials N]
                     [--percentile P] [-f FILE.csv] [--json FILE] [--api-key KEY]
+                    [--tls] [--root-cert FILE] [--client-cert FILE --client-key FILE]
+                    [--server-name NAME]
 
 Measures a model on any KServe V2 / Triton gRPC server, as perf_analyzer does: for each
 concurrency level, a closed loop keeps that many requests in flight and measures windows
@@ -36,13 +38,17 @@ own split of the time (ModelStatistics).
   -f FILE                     also write perf_analyzer's CSV (values in µs)
   --json FILE                 also write the results as JSON
   --api-key KEY               a tenant's API key (or the HOTPATH_API_KEY environment variable)
+  --tls                       TLS with the system's roots (implied by the options below)
+  --root-cert FILE            PEM roots that sign the server's certificate
+  --client-cert FILE          PEM client certificate chain (mutual TLS), with --client-key FILE
+  --server-name NAME          the name the server's certificate carries, when not -u's host
 
 The load generator writes pre-encoded HTTP/2 frames on raw sockets, from this process or from
 --load-processes child processes, and reports its own CPU (the busiest process's): a level
 where it used most of a core is marked CLIENT-BOUND. A level that does not stabilise is reported and marked UNSTABLE.
 Exit status: 0 when every request succeeded; 1 when any failed (they are counted and shown)
 or the server cannot be reached; 2 for a usage error.
-Not in this version: -i http, --request-rate-range, --input-data FILE, TLS, --plot.
+Not in this version: -i http, --request-rate-range, --input-data FILE, --plot.
 `;
 
 export interface PerfSettings {
@@ -62,6 +68,15 @@ export interface PerfSettings {
   readonly csvFile: string | undefined;
   readonly jsonFile: string | undefined;
   readonly apiKey: string | undefined;
+  /** TLS file paths and server name; undefined: plaintext. */
+  readonly tls: PerfTls | undefined;
+}
+
+export interface PerfTls {
+  readonly rootCert: string | undefined;
+  readonly clientCert: string | undefined;
+  readonly clientKey: string | undefined;
+  readonly serverName: string | undefined;
 }
 
 /** Parses `hotpath perf`'s arguments; throws UsageError (or parseArgs's error) naming the flag. */
@@ -88,6 +103,11 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
       'latency-report-file': { type: 'string', short: 'f' },
       json: { type: 'string' },
       'api-key': { type: 'string' },
+      tls: { type: 'boolean' },
+      'root-cert': { type: 'string' },
+      'client-cert': { type: 'string' },
+      'client-key': { type: 'string' },
+      'server-name': { type: 'string' },
     },
   });
   const model = values['model-name'];
@@ -106,6 +126,10 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
   if (connections < loadProcesses) {
     throw new UsageError(`--load-processes ${loadProcesses}: expected at most --connections (${connections}); each process needs a connection`);
   }
+  if ((values['client-cert'] === undefined) !== (values['client-key'] === undefined)) {
+    throw new UsageError('--client-cert and --client-key: expected both (mutual TLS) or neither');
+  }
+  const secure = values.tls === true || ['root-cert', 'client-cert', 'server-name'].some((flag) => values[flag as 'root-cert'] !== undefined);
   return {
     model,
     version: values['model-version'] ?? '',
@@ -123,6 +147,9 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
     csvFile: values['latency-report-file'],
     jsonFile: values.json,
     apiKey: values['api-key'] ?? env['HOTPATH_API_KEY'],
+    tls: !secure ? undefined : {
+      rootCert: values['root-cert'], clientCert: values['client-cert'], clientKey: values['client-key'], serverName: values['server-name'],
+    },
   };
 }
 

@@ -5,7 +5,8 @@
  * ModelStatistics success count over the same windows, failing requests are
  * counted (and agree with the server's fail count) and exit 1, the load
  * spread over child processes (--load-processes) still agrees, --api-key
- * reaches a server that requires keys (on the raw connections too), an unknown
+ * reaches a server that requires keys (on the raw connections too), TLS
+ * works with --root-cert (in one process and in two), an unknown
  * model is named, and -i http and a variable dim without --shape are usage
  * errors (exit 2).
  */
@@ -18,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { CSV_HEADER, type LevelResult } from '../../src/perf/perf-report.js';
 import { keyHash } from '../../src/security/api-keys.js';
+import { createCertificateAuthority } from '../helpers/certificates.js';
 import { tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 import { PACKAGE_ROOT } from './helpers/server-process.js';
@@ -172,5 +174,44 @@ describe('hotpath perf against a server that requires API keys', () => {
     const refused = await perf(['-m', 'ident', '-u', keyed.server.grpcAddress, ...SHORT]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^hotpath perf: cannot measure model 'ident' at .*missing API key/);
+  });
+});
+
+describe('hotpath perf over TLS', () => {
+  let secure: ServedRepository;
+  let certs: string;
+  beforeAll(async () => {
+    certs = await mkdtemp(path.join(os.tmpdir(), 'hotpath-perf-tls-'));
+    const ca = createCertificateAuthority('perf test CA');
+    const server = ca.server('perf-server');
+    await writeFile(path.join(certs, 'server.crt'), server.cert);
+    await writeFile(path.join(certs, 'server.key'), server.key);
+    await writeFile(path.join(certs, 'ca.crt'), ca.cert);
+    secure = await serveRepository(
+      tempRepository((dir) => writeIdentityModel(dir, { name: 'ident', dtype: 'FP32', maxBatchSize: 8, withConfig: true, dims: [4] })),
+      ['--grpc-use-ssl', '--grpc-server-cert', path.join(certs, 'server.crt'), '--grpc-server-key', path.join(certs, 'server.key')],
+    );
+  });
+  afterAll(async () => {
+    await secure?.close();
+    await rm(certs, { recursive: true, force: true });
+  });
+
+  // -u is an IP address: --server-name gives the certificate's name (and the SNI, which may not be an IP).
+  it('measures over TLS with --root-cert, from one process and from two; a plaintext run is refused by the server', async () => {
+    for (const processes of ['1', '2']) {
+      const json = path.join(out, `tls-${processes}.json`);
+      const run = await perf(['-m', 'ident', '-u', secure.server.grpcAddress, '--root-cert', path.join(certs, 'ca.crt'), '--server-name', 'localhost', '--load-processes', processes, ...SHORT, '--json', json]);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      const [level] = (JSON.parse(await readFile(json, 'utf8')) as { levels: LevelResult[] }).levels;
+      expect([level!.errors, level!.clientRequests > 0]).toEqual([0, true]);
+    }
+    const plain = await perf(['-m', 'ident', '-u', secure.server.grpcAddress, ...SHORT]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(/^hotpath perf: cannot measure model 'ident'/);
+    const missing = await perf(['-m', 'ident', '-u', secure.server.grpcAddress, '--root-cert', path.join(certs, 'nope.crt')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^hotpath perf: --root-cert .*nope\.crt: cannot read it/);
   });
 });

@@ -13,6 +13,9 @@ describe('parsePerfArgs', () => {
     expect([...settings.shapes]).toEqual([['ids', [16]], ['image', [3, 224, 224]]]);
     expect(parsePerfArgs(['-m', 'ctr'], {})).toMatchObject({ url: 'localhost:8001', concurrency: [1], measurementIntervalMs: 5000, stabilityPercentage: 10, maxTrials: 10 });
     expect(parsePerfArgs(['-m', 'ctr'], { HOTPATH_API_KEY: 'k' }).apiKey).toBe('k');
+    expect(parsePerfArgs(['-m', 'ctr'], {}).tls).toBeUndefined();
+    expect(parsePerfArgs(['-m', 'ctr', '--root-cert', 'ca.pem'], {}).tls).toEqual({ rootCert: 'ca.pem', clientCert: undefined, clientKey: undefined, serverName: undefined });
+    expect(parsePerfArgs(['-m', 'ctr', '--tls'], {}).tls).toBeDefined();
   });
 
   it('refuses what this version does not do, naming the flag', () => {
@@ -30,6 +33,7 @@ describe('parsePerfArgs', () => {
     expect(refusal(['-b', '2'])).toBe('-m: expected the model name');
     expect(refusal(['-m', 'ctr', '-u', 'grpcs://host:1'])).toMatch(/^-u: expected HOST:PORT/);
     expect(refusal(['-m', 'ctr', '--shape', 'ids'])).toMatch(/^--shape: expected NAME:DIMS/);
+    expect(refusal(['-m', 'ctr', '--client-cert', 'c.pem'])).toBe('--client-cert and --client-key: expected both (mutual TLS) or neither');
   });
 });
 
