@@ -2,7 +2,11 @@
  * `hotpath perf`'s load generator, closed loop: `concurrency` requests in
  * flight at all times, spread round-robin over `connections` raw HTTP/2
  * connections (h2-raw-session.ts: pre-encoded frames, no per-request
- * encoding), each answered request replaced at once by the next. Completions
+ * encoding), each answered request replaced at once by the next. Or open
+ * loop (`setRate`): requests leave on a schedule, constant gaps or Poisson
+ * arrivals, whatever the answers do, and latency counts from each request's
+ * scheduled time, so a sender or server that falls behind shows as latency
+ * rather than as a thinner load (no coordinated omission). Completions
  * are recorded (latency from the request's write to its trailers) and read
  * out per measurement window with `takeWindow`.
  *
@@ -43,13 +47,19 @@ export interface ClosedLoopOptions {
 /** What the command drives: this in-process loop, or the same loop in child processes (load-processes.ts). */
 export interface LoadGenerator {
   setConcurrency(concurrency: number): void;
+  /** Open loop: `perSecond` requests a second from now on, until `drain`. */
+  setRate(perSecond: number, distribution: RequestDistribution): void;
   startWindow(): void;
   takeWindow(): Promise<WindowRecord> | WindowRecord;
   drain(timeoutMs: number): Promise<void>;
   close(): void;
 }
 
+export type RequestDistribution = 'constant' | 'poisson';
+
 const MAX_ERROR_SAMPLES = 5;
+/** How often the open loop's scheduler wakes; each wake sends every request that is due. */
+const RATE_TICK_MS = 1;
 
 export class ClosedLoop implements LoadGenerator {
   private target = 0;
@@ -61,6 +71,8 @@ export class ClosedLoop implements LoadGenerator {
   private windowStartNs = process.hrtime.bigint();
   private windowCpu = process.cpuUsage();
   private drained: (() => void) | undefined;
+  /** Open loop only: the scheduler and the next request's due time. */
+  private rateTimer: NodeJS.Timeout | undefined;
 
   private constructor(private readonly sessions: readonly RawH2Session[]) {}
 
@@ -77,6 +89,25 @@ export class ClosedLoop implements LoadGenerator {
   setConcurrency(concurrency: number): void {
     this.target = concurrency;
     while (this.inFlight < this.target) this.send();
+  }
+
+  /**
+   * Open loop at `perSecond` requests a second: constant gaps, or
+   * exponential ones (Poisson arrivals). Replaces a closed loop's target.
+   */
+  setRate(perSecond: number, distribution: RequestDistribution): void {
+    this.target = 0;
+    this.stopRate();
+    const meanGapNs = 1e9 / perSecond;
+    const gap = distribution === 'constant' ? () => meanGapNs : () => -Math.log(1 - Math.random()) * meanGapNs;
+    let dueNs = Number(process.hrtime.bigint()) + gap();
+    this.rateTimer = setInterval(() => {
+      const now = Number(process.hrtime.bigint());
+      while (dueNs <= now) {
+        this.send(BigInt(Math.round(dueNs)));
+        dueNs += gap();
+      }
+    }, RATE_TICK_MS);
   }
 
   /** Starts a new window: what completes from now on counts in the next `takeWindow`. */
@@ -107,6 +138,7 @@ export class ClosedLoop implements LoadGenerator {
   /** Sends no new request and resolves once every request in flight has ended, or after `timeoutMs`. */
   async drain(timeoutMs: number): Promise<void> {
     this.target = 0;
+    this.stopRate();
     if (this.inFlight === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, timeoutMs);
@@ -119,14 +151,20 @@ export class ClosedLoop implements LoadGenerator {
   }
 
   close(): void {
+    this.stopRate();
     for (const session of this.sessions) session.close();
   }
 
-  private send(): void {
+  private stopRate(): void {
+    if (this.rateTimer !== undefined) clearInterval(this.rateTimer);
+    this.rateTimer = undefined;
+  }
+
+  /** `startNs`: when the request counts from (an open loop's scheduled time); default now. */
+  private send(startNs = process.hrtime.bigint()): void {
     const session = this.sessions[this.next]!;
     this.next = (this.next + 1) % this.sessions.length;
     this.inFlight += 1;
-    const startNs = process.hrtime.bigint();
     session.request((outcome) => this.onAnswer(startNs, outcome));
   }
 

@@ -11,7 +11,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ClosedLoopOptions, LoadGenerator, WindowRecord } from './closed-loop.js';
+import type { ClosedLoopOptions, LoadGenerator, RequestDistribution, WindowRecord } from './closed-loop.js';
 import type { FromLoadWorker, ToLoadWorker } from './load-worker.js';
 
 class Worker {
@@ -64,6 +64,11 @@ export class LoadProcesses implements LoadGenerator {
 
   setConcurrency(concurrency: number): void {
     this.workers.forEach((worker, i) => worker.send({ type: 'concurrency', value: share(concurrency, this.workers.length, i) }));
+  }
+
+  /** Each process sends 1/N of the rate on its own schedule: together the same rate (and, for Poisson, the same arrival process). */
+  setRate(perSecond: number, distribution: RequestDistribution): void {
+    for (const worker of this.workers) worker.send({ type: 'rate', perSecond: perSecond / this.workers.length, distribution });
   }
 
   startWindow(): void {

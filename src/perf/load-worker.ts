@@ -2,18 +2,19 @@
  * A load-generator process of `hotpath perf --load-processes N` (forked by
  * load-processes.ts with an IPC channel, advanced serialization so that
  * typed arrays and maps travel as they are). It runs one ClosedLoop over its
- * share of the connections and obeys the parent: open, concurrency, start a
+ * share of the connections and obeys the parent: open, concurrency or rate, start a
  * window, take it, drain, close. It exits when told to close or when the
  * channel closes (its parent is gone), so it never outlives a run.
  *
  * Single-threaded: the loop and the message handler share this process's
  * event loop.
  */
-import { ClosedLoop, type ClosedLoopOptions, type WindowRecord } from './closed-loop.js';
+import { ClosedLoop, type ClosedLoopOptions, type RequestDistribution, type WindowRecord } from './closed-loop.js';
 
 export type ToLoadWorker =
   | { readonly type: 'open'; readonly options: ClosedLoopOptions }
   | { readonly type: 'concurrency'; readonly value: number }
+  | { readonly type: 'rate'; readonly perSecond: number; readonly distribution: RequestDistribution }
   | { readonly type: 'start' }
   | { readonly type: 'take' }
   | { readonly type: 'drain'; readonly timeoutMs: number }
@@ -39,6 +40,9 @@ async function onMessage(message: ToLoadWorker): Promise<void> {
       return;
     case 'concurrency':
       loop?.setConcurrency(message.value);
+      return;
+    case 'rate':
+      loop?.setRate(message.perSecond, message.distribution);
       return;
     case 'start':
       loop?.startWindow();

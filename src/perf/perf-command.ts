@@ -1,8 +1,8 @@
 /**
  * `hotpath perf`: perf_analyzer's job against any KServe V2 / Triton gRPC
  * server. Reads the model's metadata and config with the typed client,
- * builds one request (request-body.ts), then for each concurrency level runs
- * the closed loop (closed-loop.ts) window after window, bracketing each
+ * builds one request (request-body.ts), then for each level runs the closed
+ * loop, or the open loop at a request rate (closed-loop.ts), window after window, bracketing each
  * window with ModelStatistics snapshots (server-stats.ts), until the last
  * three windows are stable or --max-trials is reached, and reports
  * (perf-report.ts).
@@ -17,7 +17,7 @@ import { UsageError } from '../common/flag-values.js';
 import { ClosedLoop, type ClosedLoopOptions, type LoadGenerator } from './closed-loop.js';
 import { LoadProcesses } from './load-processes.js';
 import { parsePerfArgs, PERF_USAGE, type PerfSettings, type PerfTls } from './perf-flags.js';
-import { isStable, summarise, toCsv, toTable, type LevelResult, type Measurement } from './perf-report.js';
+import { isStable, loadLabel, summarise, toCsv, toTable, type LevelResult, type Load, type Measurement } from './perf-report.js';
 import { buildRequestBody } from './request-body.js';
 import { serverSplit, snapshot } from './server-stats.js';
 
@@ -87,10 +87,10 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
         `${settings.connections} connection(s)${settings.loadProcesses > 1 ? ` from ${settings.loadProcesses} processes` : ''}, windows of ${settings.measurementIntervalMs} ms\n`,
     );
     const levels: LevelResult[] = [];
-    for (const concurrency of settings.concurrency) {
-      const level = await measureLevel(client, loop, settings, concurrency);
+    for (const load of settings.loads) {
+      const level = await measureLevel(client, loop, settings, load);
       levels.push(level);
-      out.write(`concurrency ${concurrency}: ${level.inferencesPerSecond.toFixed(1)} infer/s, p99 ${(level.p99Us / 1000).toFixed(3)} ms` +
+      out.write(`${loadLabel(load)}: ${level.inferencesPerSecond.toFixed(1)} infer/s, p99 ${(level.p99Us / 1000).toFixed(3)} ms` +
         `${level.errors > 0 ? `, ${level.errors} error(s)` : ''}${level.stable ? '' : ' (unstable)'}\n`);
     }
     out.write(`\n${toTable(levels)}`);
@@ -126,13 +126,14 @@ async function prepare(client: HotpathClient, settings: PerfSettings): Promise<R
 }
 
 /**
- * One concurrency level: windows until the last three are stable or
+ * One level (concurrency or request rate): windows until the last three are stable or
  * --max-trials windows have run; the row summarises the last three. The
- * first window after a change of concurrency counts like any other: the
+ * first window after a change of load counts like any other: the
  * stability rule discards a warming window on its own.
  */
-async function measureLevel(client: HotpathClient, loop: LoadGenerator, settings: PerfSettings, concurrency: number): Promise<LevelResult> {
-  loop.setConcurrency(concurrency);
+async function measureLevel(client: HotpathClient, loop: LoadGenerator, settings: PerfSettings, load: Load): Promise<LevelResult> {
+  if (load.kind === 'concurrency') loop.setConcurrency(load.value);
+  else loop.setRate(load.value, settings.distribution);
   const windows: Measurement[] = [];
   let stable = false;
   while (windows.length < settings.maxTrials) {
@@ -146,7 +147,7 @@ async function measureLevel(client: HotpathClient, loop: LoadGenerator, settings
     if (stable) break;
   }
   await loop.drain(DRAIN_TIMEOUT_MS);
-  return summarise(concurrency, settings.batchSize, windows.slice(-3), stable, windows.length);
+  return summarise(load, settings.batchSize, windows.slice(-3), stable, windows.length);
 }
 
 interface TlsFiles {

@@ -6,9 +6,12 @@
 import { parseArgs } from 'node:util';
 import { integerFlag, numberFlag, UsageError } from '../common/flag-values.js';
 import type { InputData } from './request-body.js';
+import type { RequestDistribution } from './closed-loop.js';
+import type { Load } from './perf-report.js';
 
 export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PORT] [-i grpc] [-b BATCH]
-                    [--concurrency-range START[:END[:STEP]]] [--connections N] [--load-processes N]
+                    [--concurrency-range START[:END[:STEP]] | --request-rate-range START[:END[:STEP]]
+                     [--request-distribution constant|poisson]] [--connections N] [--load-processes N]
                     [--input-data random|zero] [--shape NAME:DIMS]...
                     [--measurement-interval MS] [--stability-percentage P] [--max-trials N]
                     [--percentile P] [-f FILE.csv] [--json FILE] [--api-key KEY]
@@ -25,7 +28,10 @@ own split of the time (ModelStatistics).
   -u HOST:PORT                the server's gRPC address (default localhost:8001)
   -i grpc                     the protocol; only grpc in this version (-i http is refused)
   -b BATCH                    rows per request (default 1; the model must batch for more)
-  --concurrency-range R       START[:END[:STEP]], requests in flight (default 1; STEP 1)
+  --concurrency-range R       START[:END[:STEP]], requests in flight, closed loop (default 1; STEP 1)
+  --request-rate-range R      START[:END[:STEP]], requests a second, open loop (STEP default 1);
+                              latency counts from each request's scheduled time
+  --request-distribution D    constant (default) or poisson arrivals, with --request-rate-range
   --connections N             HTTP/2 connections the requests are spread over (default 4)
   --load-processes N          load-generator processes sharing the connections and the
                               concurrency (default 1: the generator runs in this process)
@@ -48,7 +54,7 @@ The load generator writes pre-encoded HTTP/2 frames on raw sockets, from this pr
 where it used most of a core is marked CLIENT-BOUND. A level that does not stabilise is reported and marked UNSTABLE.
 Exit status: 0 when every request succeeded; 1 when any failed (they are counted and shown)
 or the server cannot be reached; 2 for a usage error.
-Not in this version: -i http, --request-rate-range, --input-data FILE, --plot.
+Not in this version: -i http, --input-data FILE, --plot.
 `;
 
 export interface PerfSettings {
@@ -56,7 +62,9 @@ export interface PerfSettings {
   readonly version: string;
   readonly url: string;
   readonly batchSize: number;
-  readonly concurrency: readonly number[];
+  /** The levels, in order: all concurrency (closed loop) or all request rates (open loop). */
+  readonly loads: readonly Load[];
+  readonly distribution: RequestDistribution;
   readonly connections: number;
   readonly loadProcesses: number;
   readonly inputData: InputData;
@@ -92,6 +100,8 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
       protocol: { type: 'string', short: 'i' },
       'batch-size': { type: 'string', short: 'b' },
       'concurrency-range': { type: 'string' },
+      'request-rate-range': { type: 'string' },
+      'request-distribution': { type: 'string' },
       connections: { type: 'string' },
       'load-processes': { type: 'string' },
       'input-data': { type: 'string' },
@@ -130,12 +140,26 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
     throw new UsageError('--client-cert and --client-key: expected both (mutual TLS) or neither');
   }
   const secure = values.tls === true || ['root-cert', 'client-cert', 'server-name'].some((flag) => values[flag as 'root-cert'] !== undefined);
+  if (values['concurrency-range'] !== undefined && values['request-rate-range'] !== undefined) {
+    throw new UsageError('--concurrency-range and --request-rate-range: expected one of them (closed or open loop), got both');
+  }
+  const loads: Load[] = values['request-rate-range'] !== undefined
+    ? rateRange(values['request-rate-range']).map((value) => ({ kind: 'rate', value }))
+    : concurrencyRange(values['concurrency-range'] ?? '1').map((value) => ({ kind: 'concurrency', value }));
+  const distribution = values['request-distribution'] ?? 'constant';
+  if (distribution !== 'constant' && distribution !== 'poisson') {
+    throw new UsageError(`--request-distribution: expected constant or poisson, got '${distribution}'`);
+  }
+  if (values['request-distribution'] !== undefined && values['request-rate-range'] === undefined) {
+    throw new UsageError('--request-distribution: expected together with --request-rate-range');
+  }
   return {
     model,
     version: values['model-version'] ?? '',
     url,
     batchSize: integerFlag('-b', values['batch-size'] ?? '1', 1, 1 << 20),
-    concurrency: concurrencyRange(values['concurrency-range'] ?? '1'),
+    loads,
+    distribution,
     connections,
     loadProcesses,
     inputData,
@@ -162,6 +186,19 @@ export function concurrencyRange(raw: string): number[] {
   const step = parts[2] === undefined ? 1 : integerFlag('--concurrency-range STEP', parts[2], 1, 100_000);
   const levels: number[] = [];
   for (let level = start; level <= end; level += step) levels.push(level);
+  return levels;
+}
+
+/** START[:END[:STEP]] requests a second → the levels, ascending. */
+export function rateRange(raw: string): number[] {
+  const parts = raw.split(':');
+  if (parts.length > 3) throw new UsageError(`--request-rate-range: expected START[:END[:STEP]], got '${raw}'`);
+  const start = numberFlag('--request-rate-range START', parts[0]!, 0.001, 10_000_000);
+  const end = parts[1] === undefined ? start : numberFlag('--request-rate-range END', parts[1], start, 10_000_000);
+  const step = parts[2] === undefined ? 1 : numberFlag('--request-rate-range STEP', parts[2], 0.001, 10_000_000);
+  const levels: number[] = [];
+  // A small epsilon so that 0.1 steps reach END despite rounding.
+  for (let level = start; level <= end + step * 1e-9; level += step) levels.push(Number(level.toFixed(6)));
   return levels;
 }
 

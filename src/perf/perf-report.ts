@@ -1,15 +1,28 @@
 /**
- * `hotpath perf`'s results: one row per concurrency level, summarised from
+ * `hotpath perf`'s results: one row per level (concurrency or request rate), summarised from
  * its last measurement windows, and the three ways out: a table, a CSV with
  * perf_analyzer's exact header (values in µs), and JSON. Pure.
  */
 import type { WindowRecord } from './closed-loop.js';
 import type { ServerSplit } from './server-stats.js';
 
-/** perf_analyzer's CSV header, column for column (its `-f` output in concurrency mode). */
-export const CSV_HEADER =
-  'Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,' +
+const CSV_COLUMNS =
+  'Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,' +
   'Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency';
+
+/** perf_analyzer's CSV header, column for column (its `-f` output in concurrency mode). */
+export const CSV_HEADER = `Concurrency,${CSV_COLUMNS}`;
+
+/** The same in request-rate mode: `Request Rate` first. */
+export const RATE_CSV_HEADER = `Request Rate,${CSV_COLUMNS}`;
+
+/** One level of load: requests in flight (closed loop) or requests a second (open loop). */
+export type Load = { readonly kind: 'concurrency'; readonly value: number } | { readonly kind: 'rate'; readonly value: number };
+
+/** `concurrency 8` or `request rate 500`, for the notes. */
+export function loadLabel(load: Load): string {
+  return load.kind === 'concurrency' ? `concurrency ${load.value}` : `request rate ${load.value}`;
+}
 
 /** The generator's CPU share of its one core above which a level is flagged client-bound. */
 export const CLIENT_BOUND_CPU = 0.85;
@@ -21,7 +34,11 @@ export interface Measurement {
 }
 
 export interface LevelResult {
-  readonly concurrency: number;
+  readonly load: Load;
+  /** Requests in flight (closed loop); null in rate mode. */
+  readonly concurrency: number | null;
+  /** Requests a second offered (open loop); null in concurrency mode. */
+  readonly requestRate: number | null;
   /** Inferences (rows) per second: requests per second × batch size. */
   readonly inferencesPerSecond: number;
   readonly requestsPerSecond: number;
@@ -86,7 +103,7 @@ export function isStable(windows: readonly WindowRecord[], percentage: number, p
 }
 
 /** One row from the windows it reports (perf_analyzer reports the last three, stable or not). */
-export function summarise(concurrency: number, batchSize: number, windows: readonly Measurement[], stable: boolean, trials: number): LevelResult {
+export function summarise(load: Load, batchSize: number, windows: readonly Measurement[], stable: boolean, trials: number): LevelResult {
   const latencies = Float64Array.from(windows.flatMap((w) => Array.from(w.client.latenciesUs))).sort();
   const elapsedMs = windows.reduce((sum, w) => sum + w.client.elapsedMs, 0);
   const requests = latencies.length;
@@ -105,7 +122,9 @@ export function summarise(concurrency: number, batchSize: number, windows: reado
   const clientCpu = elapsedMs > 0 ? cpuMs / elapsedMs : 0;
   const requestsPerSecond = elapsedMs > 0 ? (requests * 1000) / elapsedMs : 0;
   return {
-    concurrency,
+    load,
+    concurrency: load.kind === 'concurrency' ? load.value : null,
+    requestRate: load.kind === 'rate' ? load.value : null,
     inferencesPerSecond: requestsPerSecond * batchSize,
     requestsPerSecond,
     clientRequests: requests,
@@ -140,21 +159,22 @@ const round = (value: number) => String(Math.round(value));
  * after the server's queue and compute.
  */
 export function toCsv(levels: readonly LevelResult[]): string {
+  const rate = levels[0]?.load.kind === 'rate';
   const rows = levels.map((l) =>
     [
-      l.concurrency, l.inferencesPerSecond.toFixed(2), 0, round(l.networkUs), round(l.queueUs), round(l.computeInputUs),
+      l.load.value, l.inferencesPerSecond.toFixed(2), 0, round(l.networkUs), round(l.queueUs), round(l.computeInputUs),
       round(l.computeInferUs), round(l.computeOutputUs), 0, round(l.p50Us), round(l.p90Us), round(l.p95Us), round(l.p99Us),
     ].join(','),
   );
-  return [CSV_HEADER, ...rows].join('\n') + '\n';
+  return [rate ? RATE_CSV_HEADER : CSV_HEADER, ...rows].join('\n') + '\n';
 }
 
 /** The table printed to stdout, latencies in ms; notes under it for unstable, client-bound or failing levels. */
 export function toTable(levels: readonly LevelResult[]): string {
-  const header = ['concurrency', 'infer/s', 'avg ms', 'p50 ms', 'p90 ms', 'p95 ms', 'p99 ms', 'queue', 'c.input', 'c.infer', 'c.output', 'network', 'errors', 'client cpu', ''];
+  const header = [levels[0]?.load.kind === 'rate' ? 'request rate' : 'concurrency', 'infer/s', 'avg ms', 'p50 ms', 'p90 ms', 'p95 ms', 'p99 ms', 'queue', 'c.input', 'c.infer', 'c.output', 'network', 'errors', 'client cpu', ''];
   const ms = (us: number) => (us / 1000).toFixed(3);
   const rows = levels.map((l) => [
-    String(l.concurrency), l.inferencesPerSecond.toFixed(1), ms(l.avgUs), ms(l.p50Us), ms(l.p90Us), ms(l.p95Us), ms(l.p99Us),
+    String(l.load.value), l.inferencesPerSecond.toFixed(1), ms(l.avgUs), ms(l.p50Us), ms(l.p90Us), ms(l.p95Us), ms(l.p99Us),
     ms(l.queueUs), ms(l.computeInputUs), ms(l.computeInferUs), ms(l.computeOutputUs), ms(l.networkUs),
     String(l.errors), `${Math.round(l.clientCpu * 100)}%`,
     [l.stable ? '' : 'UNSTABLE', l.clientBound ? 'CLIENT-BOUND' : ''].filter(Boolean).join(' '),
@@ -164,9 +184,10 @@ export function toTable(levels: readonly LevelResult[]): string {
   const out = [line(header), ...rows.map(line)];
   out.push('(server split: queue, compute input/infer/output, per request in ms, from ModelStatistics; network: the rest of the average)');
   for (const l of levels) {
-    if (!l.stable) out.push(`concurrency ${l.concurrency}: not stable within --max-trials (${l.trials} windows); the last ${l.windows} are reported`);
-    if (l.clientBound) out.push(`concurrency ${l.concurrency}: the load generator used ${Math.round(l.clientCpu * 100)}% of its core: the client, not the server, may be the bottleneck`);
-    for (const [text, count] of Object.entries(l.errorSamples)) out.push(`concurrency ${l.concurrency}: ${count} error(s): ${text}`);
+    const label = loadLabel(l.load);
+    if (!l.stable) out.push(`${label}: not stable within --max-trials (${l.trials} windows); the last ${l.windows} are reported`);
+    if (l.clientBound) out.push(`${label}: the load generator used ${Math.round(l.clientCpu * 100)}% of its core: the client, not the server, may be the bottleneck`);
+    for (const [text, count] of Object.entries(l.errorSamples)) out.push(`${label}: ${count} error(s): ${text}`);
   }
   return out.join('\n') + '\n';
 }

@@ -7,7 +7,8 @@
  * spread over child processes (--load-processes) still agrees, --api-key
  * reaches a server that requires keys (on the raw connections too), TLS
  * works with --root-cert (in one process and in two), an unknown
- * model is named, and -i http and a variable dim without --shape are usage
+ * model is named, --request-rate-range offers its rate (open loop) with
+ * `Request Rate` first in the CSV, and -i http and a variable dim without --shape are usage
  * errors (exit 2).
  */
 import { spawn } from 'node:child_process';
@@ -17,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
-import { CSV_HEADER, type LevelResult } from '../../src/perf/perf-report.js';
+import { CSV_HEADER, RATE_CSV_HEADER, type LevelResult } from '../../src/perf/perf-report.js';
 import { keyHash } from '../../src/security/api-keys.js';
 import { createCertificateAuthority } from '../helpers/certificates.js';
 import { tempRepository } from './helpers/repositories.js';
@@ -90,11 +91,29 @@ describe('hotpath perf', () => {
       expect(level.errors).toBe(0);
       expect(level.clientRequests).toBeGreaterThan(0);
       // The windows are bracketed by ModelStatistics calls: at most the requests in flight at either edge differ.
-      expect(Math.abs(level.clientRequests - level.serverRequests)).toBeLessThanOrEqual(2 * level.concurrency + 0.02 * level.serverRequests);
+      expect(Math.abs(level.clientRequests - level.serverRequests)).toBeLessThanOrEqual(2 * level.concurrency! + 0.02 * level.serverRequests);
       expect(level.inferencesPerSecond).toBeCloseTo(level.requestsPerSecond * 2, 6);
       expect(level.p50Us).toBeLessThanOrEqual(level.p99Us);
       expect(level.computeInferUs).toBeGreaterThan(0);
     }
+  });
+
+  it('--request-rate-range: the open loop offers the rate, with Request Rate first in the CSV', async () => {
+    const csv = path.join(out, 'rate.csv');
+    const json = path.join(out, 'rate.json');
+    const run = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '--request-rate-range', '200', ...SHORT, '-f', csv, '--json', json]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = (await readFile(csv, 'utf8')).trimEnd().split('\n');
+    expect(lines[0]).toBe(PERF_ANALYZER_HEADER.replace(/^Concurrency,/, 'Request Rate,'));
+    expect(RATE_CSV_HEADER).toBe(lines[0]);
+    expect(lines[1]!.split(',')[0]).toBe('200');
+    const [level] = (JSON.parse(await readFile(json, 'utf8')) as { levels: LevelResult[] }).levels;
+    expect([level!.requestRate, level!.concurrency, level!.errors]).toEqual([200, null, 0]);
+    // Constant gaps: the windows see the offered rate, give or take a request at each edge.
+    expect(level!.requestsPerSecond).toBeGreaterThan(160);
+    expect(level!.requestsPerSecond).toBeLessThan(240);
+    expect(Math.abs(level!.clientRequests - level!.serverRequests)).toBeLessThanOrEqual(10 + 0.05 * level!.serverRequests);
   });
 
   it('--load-processes 2: the same loop in two child processes, merged, agreeing with the server', async () => {

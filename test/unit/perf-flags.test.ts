@@ -7,11 +7,12 @@ describe('parsePerfArgs', () => {
     const settings = parsePerfArgs(['-m', 'ctr', '-x', '2', '-u', 'host:9001', '-i', 'grpc', '-b', '4', '--concurrency-range', '2:8:3',
       '-p', '300', '-s', '5', '-r', '6', '-f', 'out.csv', '--shape', 'ids:16', '--shape', 'image:3,224,224'], {});
     expect(settings).toMatchObject({
-      model: 'ctr', version: '2', url: 'host:9001', batchSize: 4, concurrency: [2, 5, 8], connections: 4, inputData: 'random',
+      model: 'ctr', version: '2', url: 'host:9001', batchSize: 4, connections: 4, inputData: 'random',
       measurementIntervalMs: 300, stabilityPercentage: 5, maxTrials: 6, csvFile: 'out.csv', apiKey: undefined,
     });
+    expect(settings.loads).toEqual([2, 5, 8].map((value) => ({ kind: 'concurrency', value })));
     expect([...settings.shapes]).toEqual([['ids', [16]], ['image', [3, 224, 224]]]);
-    expect(parsePerfArgs(['-m', 'ctr'], {})).toMatchObject({ url: 'localhost:8001', concurrency: [1], measurementIntervalMs: 5000, stabilityPercentage: 10, maxTrials: 10 });
+    expect(parsePerfArgs(['-m', 'ctr'], {})).toMatchObject({ url: 'localhost:8001', loads: [{ kind: 'concurrency', value: 1 }], measurementIntervalMs: 5000, stabilityPercentage: 10, maxTrials: 10 });
     expect(parsePerfArgs(['-m', 'ctr'], { HOTPATH_API_KEY: 'k' }).apiKey).toBe('k');
     expect(parsePerfArgs(['-m', 'ctr'], {}).tls).toBeUndefined();
     expect(parsePerfArgs(['-m', 'ctr', '--root-cert', 'ca.pem'], {}).tls).toEqual({ rootCert: 'ca.pem', clientCert: undefined, clientKey: undefined, serverName: undefined });
@@ -34,6 +35,17 @@ describe('parsePerfArgs', () => {
     expect(refusal(['-m', 'ctr', '-u', 'grpcs://host:1'])).toMatch(/^-u: expected HOST:PORT/);
     expect(refusal(['-m', 'ctr', '--shape', 'ids'])).toMatch(/^--shape: expected NAME:DIMS/);
     expect(refusal(['-m', 'ctr', '--client-cert', 'c.pem'])).toBe('--client-cert and --client-key: expected both (mutual TLS) or neither');
+  });
+});
+
+describe('--request-rate-range', () => {
+  it('is the open loop: rates, constant or poisson, never together with --concurrency-range', () => {
+    const settings = parsePerfArgs(['-m', 'ctr', '--request-rate-range', '100:300:100', '--request-distribution', 'poisson'], {});
+    expect(settings.loads).toEqual([100, 200, 300].map((value) => ({ kind: 'rate', value })));
+    expect(settings.distribution).toBe('poisson');
+    expect(parsePerfArgs(['-m', 'ctr', '--request-rate-range', '0.5:1:0.1'], {}).loads.map((l) => l.value)).toEqual([0.5, 0.6, 0.7, 0.8, 0.9, 1]);
+    expect(() => parsePerfArgs(['-m', 'ctr', '--request-rate-range', '10', '--concurrency-range', '2'], {})).toThrow(/expected one of them \(closed or open loop\), got both/);
+    expect(() => parsePerfArgs(['-m', 'ctr', '--request-distribution', 'poisson'], {})).toThrow('--request-distribution: expected together with --request-rate-range');
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WindowRecord } from '../../src/perf/closed-loop.js';
-import { CSV_HEADER, isStable, percentile, summarise, toCsv, toTable, type Measurement } from '../../src/perf/perf-report.js';
+import { CSV_HEADER, RATE_CSV_HEADER, isStable, percentile, summarise, toCsv, toTable, type Measurement } from '../../src/perf/perf-report.js';
 import type { ServerSplit } from '../../src/perf/server-stats.js';
 
 const window = (latenciesUs: number[], elapsedMs = 1000, errors = 0, clientCpu = 0.2): WindowRecord => ({
@@ -48,7 +48,7 @@ describe('summarise', () => {
       { client: window([1000, 2000], 500), server: server(2, 100) },
       { client: window([3000, 4000], 500, 1), server: server(2, 300) },
     ];
-    const level = summarise(4, 8, windows, true, 5);
+    const level = summarise({ kind: 'concurrency', value: 4 }, 8, windows, true, 5);
     expect(level).toMatchObject({
       concurrency: 4, requestsPerSecond: 4, inferencesPerSecond: 32, clientRequests: 4, serverRequests: 4, errors: 1,
       avgUs: 2500, p50Us: 2000, p99Us: 4000, queueUs: 200, computeInferUs: 200, networkUs: 2500 - 200 - 10 - 200 - 5,
@@ -58,17 +58,27 @@ describe('summarise', () => {
   });
 
   it('marks a level where the generator used most of its core as client-bound', () => {
-    expect(summarise(1, 1, [{ client: window([10], 1000, 0, 0.95), server: server(1) }], true, 3).clientBound).toBe(true);
+    expect(summarise({ kind: 'concurrency', value: 1 }, 1, [{ client: window([10], 1000, 0, 0.95), server: server(1) }], true, 3).clientBound).toBe(true);
   });
 });
 
 describe('output', () => {
-  const level = summarise(2, 1, [{ client: window([1000, 3000], 1000), server: server(2) }], false, 10);
+  const level = summarise({ kind: 'concurrency', value: 2 }, 1, [{ client: window([1000, 3000], 1000), server: server(2) }], false, 10);
 
   it("writes perf_analyzer's header and one row of 13 columns per level, in µs", () => {
     const lines = toCsv([level]).trimEnd().split('\n');
     expect(lines[0]).toBe(CSV_HEADER);
     expect(lines[1]).toBe('2,2.00,0,1685,100,10,200,5,0,1000,3000,3000,3000');
+  });
+
+  it("puts perf_analyzer's Request Rate first in rate mode", () => {
+    const rate = summarise({ kind: 'rate', value: 250 }, 1, [{ client: window([1000], 1000), server: server(1) }], true, 3);
+    expect(RATE_CSV_HEADER).toBe(CSV_HEADER.replace(/^Concurrency,/, 'Request Rate,'));
+    const lines = toCsv([rate]).trimEnd().split('\n');
+    expect(lines[0]).toBe(RATE_CSV_HEADER);
+    expect(lines[1]!.split(',')[0]).toBe('250');
+    expect([rate.concurrency, rate.requestRate]).toEqual([null, 250]);
+    expect(toTable([rate])).toMatch(/^request rate\s+infer\/s/);
   });
 
   it('marks an unstable level and shows its errors under the table', () => {
