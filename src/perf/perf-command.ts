@@ -19,6 +19,7 @@ import { LoadProcesses } from './load-processes.js';
 import { parsePerfArgs, PERF_USAGE, type PerfSettings, type PerfTls } from './perf-flags.js';
 import { isStable, loadLabel, summarise, toCsv, toTable, type LevelResult, type Load, type Measurement } from './perf-report.js';
 import { buildRequestBody } from './request-body.js';
+import { plotFile } from './perf-plot.js';
 import { serverSplit, snapshot } from './server-stats.js';
 
 /** How long requests still in flight at the end of a level may take before they are abandoned. */
@@ -95,6 +96,10 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
     }
     out.write(`\n${toTable(levels)}`);
     if (settings.csvFile !== undefined) writeFileSync(settings.csvFile, toCsv(levels));
+    if (settings.plotFile !== undefined) {
+      const title = `${settings.model}${settings.version ? ` v${settings.version}` : ''} at ${settings.url}, batch ${settings.batchSize}`;
+      writeFileSync(settings.plotFile, plotFile(levels, title, settings.plotFile));
+    }
     if (settings.jsonFile !== undefined) writeFileSync(settings.jsonFile, `${JSON.stringify({ settings: jsonSettings(settings), levels }, null, 2)}\n`);
     process.exitCode = levels.some((level) => level.errors > 0) ? 1 : 0;
   } finally {

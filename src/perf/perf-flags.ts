@@ -14,7 +14,7 @@ export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PO
                      [--request-distribution constant|poisson]] [--connections N] [--load-processes N]
                     [--input-data random|zero] [--shape NAME:DIMS]...
                     [--measurement-interval MS] [--stability-percentage P] [--max-trials N]
-                    [--percentile P] [-f FILE.csv] [--json FILE] [--api-key KEY]
+                    [--percentile P] [-f FILE.csv] [--json FILE] [--plot FILE.svg|html] [--api-key KEY]
                     [--tls] [--root-cert FILE] [--client-cert FILE --client-key FILE]
                     [--server-name NAME]
 
@@ -43,6 +43,7 @@ own split of the time (ModelStatistics).
   --percentile P              follow the P-th percentile latency for stability (default: the average)
   -f FILE                     also write perf_analyzer's CSV (values in µs)
   --json FILE                 also write the results as JSON
+  --plot FILE                 also plot p50/p90/p95/p99 latency against throughput (.svg, or .html)
   --api-key KEY               a tenant's API key (or the HOTPATH_API_KEY environment variable)
   --tls                       TLS with the system's roots (implied by the options below)
   --root-cert FILE            PEM roots that sign the server's certificate
@@ -54,7 +55,7 @@ The load generator writes pre-encoded HTTP/2 frames on raw sockets, from this pr
 where it used most of a core is marked CLIENT-BOUND. A level that does not stabilise is reported and marked UNSTABLE.
 Exit status: 0 when every request succeeded; 1 when any failed (they are counted and shown)
 or the server cannot be reached; 2 for a usage error.
-Not in this version: -i http, --input-data FILE, --plot.
+Not in this version: -i http, --input-data FILE.
 `;
 
 export interface PerfSettings {
@@ -75,6 +76,7 @@ export interface PerfSettings {
   readonly percentile: number | undefined;
   readonly csvFile: string | undefined;
   readonly jsonFile: string | undefined;
+  readonly plotFile: string | undefined;
   readonly apiKey: string | undefined;
   /** TLS file paths and server name; undefined: plaintext. */
   readonly tls: PerfTls | undefined;
@@ -112,6 +114,7 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
       percentile: { type: 'string' },
       'latency-report-file': { type: 'string', short: 'f' },
       json: { type: 'string' },
+      plot: { type: 'string' },
       'api-key': { type: 'string' },
       tls: { type: 'boolean' },
       'root-cert': { type: 'string' },
@@ -170,6 +173,7 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
     percentile: values.percentile === undefined ? undefined : integerFlag('--percentile', values.percentile, 1, 99),
     csvFile: values['latency-report-file'],
     jsonFile: values.json,
+    plotFile: values.plot,
     apiKey: values['api-key'] ?? env['HOTPATH_API_KEY'],
     tls: !secure ? undefined : {
       rootCert: values['root-cert'], clientCert: values['client-cert'], clientKey: values['client-key'], serverName: values['server-name'],

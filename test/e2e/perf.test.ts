@@ -72,10 +72,10 @@ afterAll(async () => {
 const SHORT = ['--measurement-interval', '300', '--max-trials', '4'];
 
 describe('hotpath perf', () => {
-  it("writes perf_analyzer's CSV and JSON; its throughput agrees with the server's ModelStatistics count", async () => {
+  it("writes perf_analyzer's CSV, JSON and a plot; its throughput agrees with the server's ModelStatistics count", async () => {
     const csv = path.join(out, 'ident.csv');
     const json = path.join(out, 'ident.json');
-    const run = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '-i', 'grpc', '-b', '2', '--concurrency-range', '2:6:4', ...SHORT, '-f', csv, '--json', json]);
+    const run = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '-i', 'grpc', '-b', '2', '--concurrency-range', '2:6:4', ...SHORT, '-f', csv, '--json', json, '--plot', path.join(out, 'ident.svg')]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^\s*concurrency\s+infer\/s\s+avg ms\s+p50 ms/m);
@@ -86,6 +86,7 @@ describe('hotpath perf', () => {
     expect(lines.map((line) => line.split(',')[0])).toEqual(['Concurrency', '2', '6']);
     for (const line of lines.slice(1)) expect(line.split(',')).toHaveLength(13);
 
+    expect((await readFile(path.join(out, 'ident.svg'), 'utf8')).match(/<polyline /g)).toHaveLength(4);
     const { levels } = JSON.parse(await readFile(json, 'utf8')) as { levels: LevelResult[] };
     for (const level of levels) {
       expect(level.errors).toBe(0);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { WindowRecord } from '../../src/perf/closed-loop.js';
 import { CSV_HEADER, RATE_CSV_HEADER, isStable, percentile, summarise, toCsv, toTable, type Measurement } from '../../src/perf/perf-report.js';
 import type { ServerSplit } from '../../src/perf/server-stats.js';
+import { latencyPlot, plotFile } from '../../src/perf/perf-plot.js';
 
 const window = (latenciesUs: number[], elapsedMs = 1000, errors = 0, clientCpu = 0.2): WindowRecord => ({
   latenciesUs: Float64Array.from(latenciesUs),
@@ -85,5 +86,24 @@ describe('output', () => {
     const table = toTable([level]);
     expect(table).toMatch(/^\s+2\s+2\.0\s+2\.000.*UNSTABLE$/m);
     expect(table).toMatch(/concurrency 2: not stable within --max-trials \(10 windows\); the last 1 are reported/);
+  });
+});
+
+describe('plot', () => {
+  const levels = [1, 4, 8].map((c, i) =>
+    summarise({ kind: 'concurrency', value: c }, 1, [{ client: window([1000 * (i + 1), 2000 * (i + 1)], 1000 / (c * 10)), server: server(2) }], true, 3));
+
+  it('draws one polyline per percentile with a point per level, and a legend', () => {
+    const svg = latencyPlot(levels, 'ctr <test>');
+    expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(svg.match(/<polyline /g)).toHaveLength(4);
+    expect(svg.match(/<circle /g)).toHaveLength(12);
+    for (const label of ['p50', 'p90', 'p95', 'p99']) expect(svg).toContain(`>${label}</text>`);
+    expect(svg).toContain('ctr &lt;test&gt;');
+  });
+
+  it('wraps the SVG in a page for an .html file', () => {
+    expect(plotFile(levels, 't', 'out.html')).toMatch(/^<!DOCTYPE html>[\s\S]*<svg [\s\S]*<\/svg>\n<\/body><\/html>\n$/);
+    expect(plotFile(levels, 't', 'out.svg')).toMatch(/^<svg /);
   });
 });
