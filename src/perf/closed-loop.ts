@@ -150,7 +150,9 @@ export class ClosedLoop implements LoadGenerator {
     this.drained = undefined;
   }
 
+  /** Stops sending for good (answers still in flight are dropped) and closes the connections. */
   close(): void {
+    this.target = 0;
     this.stopRate();
     for (const session of this.sessions) session.close();
   }

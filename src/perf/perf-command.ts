@@ -56,6 +56,7 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
   };
   const client = createClient(files === undefined ? settings.url : `grpcs://${settings.url}`, clientOptions);
   let loop: LoadGenerator | undefined;
+  const levels: LevelResult[] = [];
   try {
     let prepared: Awaited<ReturnType<typeof prepare>>;
     try {
@@ -87,7 +88,6 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
         `batch ${settings.batchSize}, inputs ${Object.entries(prepared.shapes).map(([name, shape]) => `${name}[${shape.join(',')}]`).join(' ')}, ` +
         `${settings.connections} connection(s)${settings.loadProcesses > 1 ? ` from ${settings.loadProcesses} processes` : ''}, windows of ${settings.measurementIntervalMs} ms\n`,
     );
-    const levels: LevelResult[] = [];
     for (const load of settings.loads) {
       const level = await measureLevel(client, loop, settings, load);
       levels.push(level);
@@ -102,6 +102,11 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
     }
     if (settings.jsonFile !== undefined) writeFileSync(settings.jsonFile, `${JSON.stringify({ settings: jsonSettings(settings), levels }, null, 2)}\n`);
     process.exitCode = levels.some((level) => level.errors > 0) ? 1 : 0;
+  } catch (err) {
+    // The server went away, or a connection or ModelStatistics call failed mid-run: say so, with what was measured.
+    if (levels.length > 0) out.write(`\n${toTable(levels)}`);
+    process.stderr.write(`hotpath perf: the run stopped: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
   } finally {
     loop?.close();
     client.close();
