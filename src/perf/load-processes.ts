@@ -1,6 +1,6 @@
 /**
  * The load generator spread over N child processes (`--load-processes N`),
- * each running its own ClosedLoop (load-worker.ts) with its share of the
+ * each running its own LoadLoop (load-worker.ts) with its share of the
  * connections and of the concurrency, so one generator core is not the
  * limit. Windows start and end in every process at once (one IPC message
  * each way) and are merged: latencies concatenated, errors summed, and the
@@ -11,7 +11,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ClosedLoopOptions, LoadGenerator, RequestDistribution, WindowRecord } from './closed-loop.js';
+import type { LoadLoopOptions, LoadGenerator, RequestDistribution, WindowRecord } from './load-loop.js';
 import type { FromLoadWorker, ToLoadWorker } from './load-worker.js';
 
 class Worker {
@@ -48,7 +48,7 @@ export class LoadProcesses implements LoadGenerator {
   private constructor(private readonly workers: readonly Worker[]) {}
 
   /** Forks `processes` load processes and opens their connections (`connections` shared out, at least one each). */
-  static async open(options: ClosedLoopOptions, processes: number): Promise<LoadProcesses> {
+  static async open(options: LoadLoopOptions, processes: number): Promise<LoadProcesses> {
     const script = fileURLToPath(new URL('./load-worker.js', import.meta.url));
     const workers = Array.from({ length: processes }, () => new Worker(fork(script, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })));
     const generator = new LoadProcesses(workers);

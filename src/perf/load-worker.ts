@@ -1,7 +1,7 @@
 /**
  * A load-generator process of `hotpath perf --load-processes N` (forked by
  * load-processes.ts with an IPC channel, advanced serialization so that
- * typed arrays and maps travel as they are). It runs one ClosedLoop over its
+ * typed arrays and maps travel as they are). It runs one LoadLoop over its
  * share of the connections and obeys the parent: open, concurrency or rate, start a
  * window, take it, drain, close. It exits when told to close or when the
  * channel closes (its parent is gone), so it never outlives a run.
@@ -9,10 +9,10 @@
  * Single-threaded: the loop and the message handler share this process's
  * event loop.
  */
-import { ClosedLoop, type ClosedLoopOptions, type RequestDistribution, type WindowRecord } from './closed-loop.js';
+import { LoadLoop, type LoadLoopOptions, type RequestDistribution, type WindowRecord } from './load-loop.js';
 
 export type ToLoadWorker =
-  | { readonly type: 'open'; readonly options: ClosedLoopOptions }
+  | { readonly type: 'open'; readonly options: LoadLoopOptions }
   | { readonly type: 'concurrency'; readonly value: number }
   | { readonly type: 'rate'; readonly perSecond: number; readonly distribution: RequestDistribution }
   | { readonly type: 'start' }
@@ -26,7 +26,7 @@ export type FromLoadWorker =
   | { readonly type: 'drained' }
   | { readonly type: 'error'; readonly message: string };
 
-let loop: ClosedLoop | undefined;
+let loop: LoadLoop | undefined;
 
 function reply(message: FromLoadWorker): void {
   process.send?.(message);
@@ -35,7 +35,7 @@ function reply(message: FromLoadWorker): void {
 async function onMessage(message: ToLoadWorker): Promise<void> {
   switch (message.type) {
     case 'open':
-      loop = await ClosedLoop.open(message.options);
+      loop = await LoadLoop.open(message.options);
       reply({ type: 'opened' });
       return;
     case 'concurrency':

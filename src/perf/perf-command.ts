@@ -2,7 +2,7 @@
  * `hotpath perf`: perf_analyzer's job against any KServe V2 / Triton gRPC
  * server. Reads the model's metadata and config with the typed client,
  * builds one request (request-body.ts), then for each level runs the closed
- * loop, or the open loop at a request rate (closed-loop.ts), window after window, bracketing each
+ * loop, or the open loop at a request rate (load-loop.ts), window after window, bracketing each
  * window with ModelStatistics snapshots (server-stats.ts), until the last
  * three windows are stable or --max-trials is reached, and reports
  * (perf-report.ts).
@@ -14,7 +14,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, type ClientOptions, type HotpathClient } from '../client/client.js';
 import { UsageError } from '../common/flag-values.js';
-import { ClosedLoop, type ClosedLoopOptions, type LoadGenerator } from './closed-loop.js';
+import { LoadLoop, type LoadLoopOptions, type LoadGenerator } from './load-loop.js';
 import { LoadProcesses } from './load-processes.js';
 import { parsePerfArgs, PERF_USAGE, type PerfSettings, type PerfTls } from './perf-flags.js';
 import { isStable, loadLabel, summarise, toCsv, toTable, type LevelResult, type Load, type Measurement } from './perf-report.js';
@@ -73,7 +73,7 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
       process.exitCode = 1;
       return;
     }
-    const loadOptions: ClosedLoopOptions = {
+    const loadOptions: LoadLoopOptions = {
       address: settings.url,
       connections: settings.connections,
       body: prepared.frame,
@@ -82,7 +82,7 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
         tls: { ca: files.ca, cert: files.cert, key: files.key, ...(settings.tls?.serverName ? { servername: settings.tls.serverName } : {}) },
       }),
     };
-    loop = settings.loadProcesses === 1 ? await ClosedLoop.open(loadOptions) : await LoadProcesses.open(loadOptions, settings.loadProcesses);
+    loop = settings.loadProcesses === 1 ? await LoadLoop.open(loadOptions) : await LoadProcesses.open(loadOptions, settings.loadProcesses);
     out.write(
       `hotpath perf: model '${settings.model}'${settings.version ? ` version ${settings.version}` : ''} at ${settings.url}, ` +
         `batch ${settings.batchSize}, inputs ${Object.entries(prepared.shapes).map(([name, shape]) => `${name}[${shape.join(',')}]`).join(' ')}, ` +

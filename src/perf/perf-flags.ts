@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { integerFlag, numberFlag, UsageError } from '../common/flag-values.js';
 import type { InputData } from './request-body.js';
-import type { RequestDistribution } from './closed-loop.js';
+import type { RequestDistribution } from './load-loop.js';
 import type { Load } from './perf-report.js';
 
 export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PORT] [-i grpc] [-b BATCH]

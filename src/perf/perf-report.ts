@@ -3,7 +3,7 @@
  * its last measurement windows, and the three ways out: a table, a CSV with
  * perf_analyzer's exact header (values in µs), and JSON. Pure.
  */
-import type { WindowRecord } from './closed-loop.js';
+import type { WindowRecord } from './load-loop.js';
 import type { ServerSplit } from './server-stats.js';
 
 const CSV_COLUMNS =

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WindowRecord } from '../../src/perf/closed-loop.js';
+import type { WindowRecord } from '../../src/perf/load-loop.js';
 import { CSV_HEADER, RATE_CSV_HEADER, isStable, percentile, summarise, toCsv, toTable, type Measurement } from '../../src/perf/perf-report.js';
 import type { ServerSplit } from '../../src/perf/server-stats.js';
 import { latencyPlot, plotFile } from '../../src/perf/perf-plot.js';

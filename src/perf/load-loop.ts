@@ -1,5 +1,5 @@
 /**
- * `hotpath perf`'s load generator, closed loop: `concurrency` requests in
+ * `hotpath perf`'s load generator. Closed loop: `concurrency` requests in
  * flight at all times, spread round-robin over `connections` raw HTTP/2
  * connections (h2-raw-session.ts: pre-encoded frames, no per-request
  * encoding), each answered request replaced at once by the next. Or open
@@ -7,8 +7,8 @@
  * arrivals, whatever the answers do, and latency counts from each request's
  * scheduled time, so a sender or server that falls behind shows as latency
  * rather than as a thinner load (no coordinated omission). Completions
- * are recorded (latency from the request's write to its trailers) and read
- * out per measurement window with `takeWindow`.
+ * are recorded (latency from the request's write, or its scheduled time, to
+ * its trailers) and read out per measurement window with `takeWindow`.
  *
  * One process, one thread: everything here runs on the event loop of the
  * process that created it, and nothing is shared. The generator's own CPU
@@ -32,8 +32,8 @@ export interface WindowRecord {
   readonly clientCpu: number;
 }
 
-export interface ClosedLoopOptions {
-  /** host:port of a plaintext gRPC server. */
+export interface LoadLoopOptions {
+  /** host:port of a gRPC server: plaintext, or TLS with `tls`. */
   readonly address: string;
   readonly connections: number;
   /** One length-prefixed ModelInfer request, sent as is by every request. */
@@ -61,7 +61,7 @@ const MAX_ERROR_SAMPLES = 5;
 /** How often the open loop's scheduler wakes; each wake sends every request that is due. */
 const RATE_TICK_MS = 1;
 
-export class ClosedLoop implements LoadGenerator {
+export class LoadLoop implements LoadGenerator {
   private target = 0;
   private inFlight = 0;
   private next = 0;
@@ -71,18 +71,18 @@ export class ClosedLoop implements LoadGenerator {
   private windowStartNs = process.hrtime.bigint();
   private windowCpu = process.cpuUsage();
   private drained: (() => void) | undefined;
-  /** Open loop only: the scheduler and the next request's due time. */
+  /** Open loop only: the scheduler (it keeps the next request's due time itself). */
   private rateTimer: NodeJS.Timeout | undefined;
 
   private constructor(private readonly sessions: readonly RawH2Session[]) {}
 
   /** Opens the connections (each waits for the server's SETTINGS ACK); sends nothing yet. */
-  static async open(options: ClosedLoopOptions): Promise<ClosedLoop> {
+  static async open(options: LoadLoopOptions): Promise<LoadLoop> {
     const headers = { ...GRPC_REQUEST_HEADERS, ...options.headers };
     const sessions = await Promise.all(
       Array.from({ length: options.connections }, () => RawH2Session.connect(options.address, MODEL_INFER_PATH, headers, options.body, 10_000, options.tls)),
     );
-    return new ClosedLoop(sessions);
+    return new LoadLoop(sessions);
   }
 
   /** Keeps `concurrency` requests in flight from now on (more start at once; fewer as answers come back). */
