@@ -19,9 +19,9 @@ export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PO
                     [--server-name NAME]
 
 Measures a model on any KServe V2 / Triton gRPC server, as perf_analyzer does: for each
-concurrency level, a closed loop keeps that many requests in flight and measures windows
-until three in a row agree, then reports throughput, latency percentiles and the server's
-own split of the time (ModelStatistics).
+level, a closed loop keeps that many requests in flight (or an open loop sends that many
+requests a second) and measures windows until three in a row agree, then reports throughput,
+latency percentiles and the server's own split of the time (ModelStatistics).
 
   -m MODEL                    the model
   -x VERSION                  its version (default: the server's choice)
@@ -52,7 +52,8 @@ own split of the time (ModelStatistics).
 
 The load generator writes pre-encoded HTTP/2 frames on raw sockets, from this process or from
 --load-processes child processes, and reports its own CPU (the busiest process's): a level
-where it used most of a core is marked CLIENT-BOUND. A level that does not stabilise is reported and marked UNSTABLE.
+where it used most of a core is marked CLIENT-BOUND. A level that does not stabilise is
+reported and marked UNSTABLE.
 Exit status: 0 when every request succeeded; 1 when any failed (they are counted and shown)
 or the server cannot be reached; 2 for a usage error.
 Not in this version: -i http, --input-data FILE.
