@@ -49,8 +49,9 @@ export interface LoadGenerator {
   setConcurrency(concurrency: number): void;
   /** Open loop: `perSecond` requests a second from now on, until `drain`. */
   setRate(perSecond: number, distribution: RequestDistribution): void;
-  startWindow(): void;
-  takeWindow(): Promise<WindowRecord> | WindowRecord;
+  /** Window edges are process.hrtime instants (default now), shared by every process on the host. */
+  startWindow(atNs?: bigint): void;
+  takeWindow(atNs?: bigint): Promise<WindowRecord> | WindowRecord;
   drain(timeoutMs: number): Promise<void>;
   close(): void;
 }
@@ -65,9 +66,14 @@ export class LoadLoop implements LoadGenerator {
   private target = 0;
   private inFlight = 0;
   private next = 0;
+  /**
+   * Completions not yet taken, in the order they ended: end time (hrtime ns,
+   * as a number: exact below 2^53 ns, about 104 days of uptime), latency in
+   * µs (successes), and the error's description (undefined for a success).
+   */
+  private ends: number[] = [];
   private latencies: number[] = [];
-  private errors = 0;
-  private errorSamples = new Map<string, number>();
+  private errorTexts: (string | undefined)[] = [];
   private windowStartNs = process.hrtime.bigint();
   private windowCpu = process.cpuUsage();
   private drained: (() => void) | undefined;
@@ -110,29 +116,59 @@ export class LoadLoop implements LoadGenerator {
     }, RATE_TICK_MS);
   }
 
-  /** Starts a new window: what completes from now on counts in the next `takeWindow`. */
-  startWindow(): void {
-    this.latencies = [];
-    this.errors = 0;
-    this.errorSamples = new Map();
-    this.windowStartNs = process.hrtime.bigint();
+  /**
+   * Starts a new window at `atNs` (process.hrtime, default now): what
+   * completes from then on counts in the next `takeWindow`. Window edges are
+   * instants on the monotonic clock, which every process on the host shares,
+   * so a parent can give its load processes the same edges whenever its
+   * message arrives, and the edges match its ModelStatistics calls.
+   */
+  startWindow(atNs: bigint = process.hrtime.bigint()): void {
+    const start = Number(atNs);
+    // Completions are recorded in the order they end: what ended before the edge is a prefix.
+    let first = 0;
+    while (first < this.ends.length && this.ends[first]! < start) first += 1;
+    this.ends.splice(0, first);
+    this.latencies.splice(0, first);
+    this.errorTexts.splice(0, first);
+    this.windowStartNs = atNs;
     this.windowCpu = process.cpuUsage();
   }
 
-  /** The window since `startWindow`, and a new one started. */
-  takeWindow(): WindowRecord {
-    const now = process.hrtime.bigint();
+  /** The window from `startWindow` to `atNs` (default now); what ended after `atNs` is kept for the next one. */
+  takeWindow(atNs: bigint = process.hrtime.bigint()): WindowRecord {
+    const end = Number(atNs);
+    let count = 0;
+    while (count < this.ends.length && this.ends[count]! <= end) count += 1;
+    const latencies: number[] = [];
+    const samples = new Map<string, number>();
+    let errors = 0;
+    for (let i = 0; i < count; i += 1) {
+      const text = this.errorTexts[i];
+      if (text === undefined) {
+        latencies.push(this.latencies[i]!);
+        continue;
+      }
+      errors += 1;
+      const seen = samples.get(text);
+      if (seen !== undefined) samples.set(text, seen + 1);
+      else if (samples.size < MAX_ERROR_SAMPLES) samples.set(text, 1);
+    }
     const cpu = process.cpuUsage(this.windowCpu);
-    const elapsedMs = Number(now - this.windowStartNs) / 1e6;
-    const record: WindowRecord = {
-      latenciesUs: Float64Array.from(this.latencies),
-      errors: this.errors,
-      errorSamples: this.errorSamples,
+    const elapsedMs = Number(atNs - this.windowStartNs) / 1e6;
+    const cpuElapsedMs = Number(process.hrtime.bigint() - this.windowStartNs) / 1e6;
+    this.ends.splice(0, count);
+    this.latencies.splice(0, count);
+    this.errorTexts.splice(0, count);
+    this.windowStartNs = atNs;
+    this.windowCpu = process.cpuUsage();
+    return {
+      latenciesUs: Float64Array.from(latencies),
+      errors,
+      errorSamples: samples,
       elapsedMs,
-      clientCpu: elapsedMs > 0 ? (cpu.user + cpu.system) / 1000 / elapsedMs : 0,
+      clientCpu: cpuElapsedMs > 0 ? (cpu.user + cpu.system) / 1000 / cpuElapsedMs : 0,
     };
-    this.startWindow();
-    return record;
   }
 
   /** Sends no new request and resolves once every request in flight has ended, or after `timeoutMs`. */
@@ -174,13 +210,9 @@ export class LoadLoop implements LoadGenerator {
     this.inFlight -= 1;
     // A request answered before the window started (sent in the previous one) still counts where it ends, as perf_analyzer's do.
     if (outcome.endNs >= this.windowStartNs) {
-      if (outcome.ok) this.latencies.push(Number(outcome.endNs - startNs) / 1000);
-      else {
-        this.errors += 1;
-        const seen = this.errorSamples.get(outcome.description);
-        if (seen !== undefined) this.errorSamples.set(outcome.description, seen + 1);
-        else if (this.errorSamples.size < MAX_ERROR_SAMPLES) this.errorSamples.set(outcome.description, 1);
-      }
+      this.ends.push(Number(outcome.endNs));
+      this.latencies.push(outcome.ok ? Number(outcome.endNs - startNs) / 1000 : 0);
+      this.errorTexts.push(outcome.ok ? undefined : outcome.description);
     }
     if (this.inFlight < this.target) {
       // After an error, the next request waits a turn of the event loop: a lost

@@ -2,8 +2,9 @@
  * The load generator spread over N child processes (`--load-processes N`),
  * each running its own LoadLoop (load-worker.ts) with its share of the
  * connections and of the concurrency, so one generator core is not the
- * limit. Windows start and end in every process at once (one IPC message
- * each way) and are merged: latencies concatenated, errors summed, and the
+ * limit. Windows start and end in every process at the same instants (the
+ * parent's, on the shared monotonic clock, whenever the message arrives) and
+ * are merged: latencies concatenated, errors summed, and the
  * CPU of the busiest process, which is the one that would be client-bound.
  *
  * Owned by the command on its main thread; the children are killed if the
@@ -71,12 +72,12 @@ export class LoadProcesses implements LoadGenerator {
     for (const worker of this.workers) worker.send({ type: 'rate', perSecond: perSecond / this.workers.length, distribution });
   }
 
-  startWindow(): void {
-    for (const worker of this.workers) worker.send({ type: 'start' });
+  startWindow(atNs: bigint = process.hrtime.bigint()): void {
+    for (const worker of this.workers) worker.send({ type: 'start', atNs });
   }
 
-  async takeWindow(): Promise<WindowRecord> {
-    const records = (await Promise.all(this.workers.map((worker) => worker.ask({ type: 'take' })))).map((answer) => (answer as { record: WindowRecord }).record);
+  async takeWindow(atNs: bigint = process.hrtime.bigint()): Promise<WindowRecord> {
+    const records = (await Promise.all(this.workers.map((worker) => worker.ask({ type: 'take', atNs })))).map((answer) => (answer as { record: WindowRecord }).record);
     const samples = new Map<string, number>();
     for (const record of records) for (const [text, count] of record.errorSamples) samples.set(text, (samples.get(text) ?? 0) + count);
     const lengths = records.reduce((sum, r) => sum + r.latenciesUs.length, 0);

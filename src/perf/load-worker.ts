@@ -15,8 +15,8 @@ export type ToLoadWorker =
   | { readonly type: 'open'; readonly options: LoadLoopOptions }
   | { readonly type: 'concurrency'; readonly value: number }
   | { readonly type: 'rate'; readonly perSecond: number; readonly distribution: RequestDistribution }
-  | { readonly type: 'start' }
-  | { readonly type: 'take' }
+  | { readonly type: 'start'; readonly atNs: bigint }
+  | { readonly type: 'take'; readonly atNs: bigint }
   | { readonly type: 'drain'; readonly timeoutMs: number }
   | { readonly type: 'close' };
 
@@ -45,10 +45,10 @@ async function onMessage(message: ToLoadWorker): Promise<void> {
       loop?.setRate(message.perSecond, message.distribution);
       return;
     case 'start':
-      loop?.startWindow();
+      loop?.startWindow(message.atNs);
       return;
     case 'take':
-      if (loop !== undefined) reply({ type: 'window', record: loop.takeWindow() });
+      if (loop !== undefined) reply({ type: 'window', record: loop.takeWindow(message.atNs) });
       return;
     case 'drain':
       await loop?.drain(message.timeoutMs);

@@ -148,10 +148,13 @@ async function measureLevel(client: HotpathClient, loop: LoadGenerator, settings
   let stable = false;
   while (windows.length < settings.maxTrials) {
     const before = await snapshot(client, settings.model, settings.version);
-    loop.startWindow();
+    // The window's edges sit right after the first ModelStatistics answer and right before the second call.
+    const startNs = process.hrtime.bigint();
+    loop.startWindow(startNs);
     await sleep(settings.measurementIntervalMs);
-    const record = await loop.takeWindow();
+    const endNs = process.hrtime.bigint();
     const after = await snapshot(client, settings.model, settings.version);
+    const record = await loop.takeWindow(endNs);
     windows.push({ client: record, server: serverSplit(before, after) });
     stable = isStable(windows.map((w) => w.client), settings.stabilityPercentage, settings.percentile);
     if (stable) break;
