@@ -9,7 +9,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // - `npm run test:full` (HOTPATH_TEST_FULL=1; CI runs it) adds SLOW_E2E: the
 //   files that hold servers under floods, bursts, slow clients or time limits
 //   for tens of seconds, the packed production install, and the longer
-//   operational suites (faults, control, drift, archive, TLS, routes).
+//   operational suites (faults, control, drift, archive, TLS, routes, perf).
 //
 // And two groups, one after the other:
 // - "suite": three files at a time whatever the core count. vitest's default
@@ -18,8 +18,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 //   warm-up, timers), so three overlap well on 2 cores.
 // - "timing": the e2e files whose assertions compare durations or resource
 //   figures against limits (refusal times, RSS after bursts, drain and load
-//   deadlines, slow connections, heap rise, queue delays, client vs server
-//   counts). They run one at a time after the rest, as on a quiet machine.
+//   deadlines, slow connections, heap rise, queue delays, hotpath perf's
+//   client vs server counts over short windows). They run one at a time after the rest, as on a quiet machine.
 const e2e = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.test.ts`);
 
 const TIMING_E2E = e2e([
@@ -32,6 +32,7 @@ const TIMING_E2E = e2e([
   'leak-patrol',
   'memory-trim',
   'model-time-limits',
+  'perf',
   'stream-backpressure',
   'warmup-readiness',
 ]);
@@ -49,6 +50,7 @@ const SLOW_E2E = e2e([
   'model-control',
   'model-faults',
   'model-time-limits',
+  'perf',
   'production-install',
   'registry-hygiene',
   'routes',

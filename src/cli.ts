@@ -139,6 +139,7 @@ async function main(argv: string[]): Promise<void> {
   // The archive tools load only when asked for: serve never needs them.
   if (command === 'archive') return (await import('./datachecks/archive/archive-cli.js')).archiveCommand(rest);
   if (command === 'replay') return (await import('./datachecks/archive/replay-cli.js')).replayCommand(rest);
+  if (command === 'perf') return (await import('./perf/perf-command.js')).perfCommand(rest);
   if (command === 'drift-reference') return (await import('./datachecks/drift/drift-reference-cli.js')).driftReferenceCommand(rest);
   if (command === '--help' || command === '-h' || command === 'help') return printUsage();
   if (command === '--version') return printVersion();

@@ -8,7 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 
 import { parentChannel } from './child-process.js';
-import { MODEL_INFER_PATH } from './grpc-frames.js';
+import { MODEL_INFER_PATH } from '../../src/perf/grpc-frames.js';
 import type { ToChild } from './messages.js';
 
 export interface EchoConfig {

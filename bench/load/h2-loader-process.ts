@@ -20,8 +20,8 @@ import http2 from 'node:http2';
 import { performance } from 'node:perf_hooks';
 
 import { parentChannel } from './child-process.js';
-import { RawH2Session } from './h2-raw-session.js';
-import { grpcMessages, GRPC_REQUEST_HEADERS } from './grpc-frames.js';
+import { RawH2Session } from '../../src/perf/h2-raw-session.js';
+import { grpcMessages, GRPC_REQUEST_HEADERS } from '../../src/perf/grpc-frames.js';
 import type { LoaderConfig, LoaderResult, ToChild } from './messages.js';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { track } from './child-process.js';
-import { GRPC_REQUEST_HEADERS } from './grpc-frames.js';
+import { GRPC_REQUEST_HEADERS } from '../../src/perf/grpc-frames.js';
 
 /** `h2load --version`'s first line, or undefined when it is not on PATH. */
 export function h2loadVersion(): string | undefined {

@@ -7,7 +7,7 @@
 // name, e.g. an unbatched ctr_mlp). Used by bench/profile-request-path.sh.
 import { writeFileSync } from 'node:fs';
 
-import { grpcFrame } from './grpc-frames.js';
+import { grpcFrame } from '../../src/perf/grpc-frames.js';
 import { CTR_SHAPE, encodeInferRequests, RANKER_SHAPE, type InferShape } from './infer-client.js';
 
 const SHAPES: Readonly<Record<string, InferShape>> = { ctr_mlp: CTR_SHAPE, ranker_mlp: RANKER_SHAPE };

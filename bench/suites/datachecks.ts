@@ -21,7 +21,7 @@
 // --cache-config at run time.
 //
 // Load: in this process, the raw HTTP/2 session of the serve suite
-// (bench/load/h2-raw-session.ts), closed loop, N streams on one connection.
+// (src/perf/h2-raw-session.ts), closed loop, N streams on one connection.
 // Requests come from a pool of 256 pre-encoded 1-row bodies; for the
 // "distinct" contenders each request also gets its own value in its last
 // feature (written into the session's pre-encoded template before the
@@ -38,9 +38,9 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { atExit, killAllChildren } from '../load/child-process.js';
-import { grpcFrame, grpcMessages, GRPC_REQUEST_HEADERS, MODEL_INFER_PATH } from '../load/grpc-frames.js';
-import { RawH2Session, type StreamOutcome } from '../load/h2-raw-session.js';
-import { requestHeaderBlock, requestTemplate, type RequestTemplate } from '../load/h2-wire.js';
+import { grpcFrame, grpcMessages, GRPC_REQUEST_HEADERS, MODEL_INFER_PATH } from '../../src/perf/grpc-frames.js';
+import { RawH2Session, type StreamOutcome } from '../../src/perf/h2-raw-session.js';
+import { requestHeaderBlock, requestTemplate, type RequestTemplate } from '../../src/perf/h2-wire.js';
 import { create } from '@bufbuild/protobuf';
 
 import { ModelStatisticsRequestSchema, ModelStatisticsResponseSchema } from '../../src/generated/grpc_service_pb.js';
@@ -490,7 +490,7 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
         ...plan, quick: context.quick, model: MODEL, rows_per_request: 1, intra_op_threads: 1, body_pool: POOL, hit_pool: HIT_POOL,
         cache_bytes: cacheAvailable ? CACHE_BYTES : null, clock_ticks_per_s: ticks,
         cpu_source: existsSync('/proc/self/stat') ? '/proc/<pid>/stat utime+stime (all threads)' : 'process_cpu_seconds_total',
-        client: 'raw HTTP/2 session (bench/load/h2-raw-session.ts) in the bench process, one connection, closed loop',
+        client: 'raw HTTP/2 session (src/perf/h2-raw-session.ts) in the bench process, one connection, closed loop',
         cores: os.cpus().length,
       },
     };

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { atExit, killAllChildren } from '../load/child-process.js';
-import { grpcFrame, MODEL_INFER_PATH } from '../load/grpc-frames.js';
+import { grpcFrame, MODEL_INFER_PATH } from '../../src/perf/grpc-frames.js';
 import { checkInferResponse, connect, encodeInferRequests, modelStatistics, waitForReady, type InferShape } from '../load/infer-client.js';
 import { readModel, renameModel } from '../load/model-repository.js';
 import { startServer, type ServerProcess } from '../load/server-process.js';

@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 import { atExit, Child, killAllChildren } from '../load/child-process.js';
 import type { EchoConfig } from '../load/echo-server-process.js';
-import { grpcFrame, MODEL_INFER_PATH } from '../load/grpc-frames.js';
+import { grpcFrame, MODEL_INFER_PATH } from '../../src/perf/grpc-frames.js';
 import { h2loadVersion, runH2load } from '../load/h2load.js';
 import { checkInferResponse, connect, CTR_SHAPE, encodeInferRequests, modelStatistics, RANKER_SHAPE, waitForReady, type InferShape } from '../load/infer-client.js';
 import { hasDynamicBatching, instanceCount, maxQueueDelayUs, readModel, renameModel, withoutDynamicBatching, writeTempRepository } from '../load/model-repository.js';

@@ -134,6 +134,8 @@ function decideBatching(config: ModelConfig, io: ModelIo, defaultMaxBatchSize: n
   const fixedFirst = all.find((info) => info.shape.length === 0 || info.shape[0] !== -1);
   const canBatch = all.length > 0 && fixedFirst === undefined;
 
+  // Checked here as well as in validateModelConfig: below, a negative value would read as "unset" and be replaced.
+  if (config.maxBatchSize < 0) fail(`max_batch_size: expected >= 0, got ${config.maxBatchSize}`);
   if (config.maxBatchSize > 0) {
     if (!canBatch) {
       const culprit = fixedFirst === undefined ? 'it has no inputs or outputs' : `'${fixedFirst.name}' has shape [${fixedFirst.shape.join(', ')}]`;

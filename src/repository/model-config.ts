@@ -178,7 +178,12 @@ const SUPPORTED_MODEL_FIELDS = new Set([
 const SUPPORTED_TENSOR_FIELDS = new Set(['name', 'data_type', 'dims', 'reshape']);
 const SUPPORTED_INSTANCE_GROUP_FIELDS = new Set(['count', 'kind', 'name', 'gpus']);
 
-function unsupportedFieldWarnings(config: ModelConfig, fields: readonly PbtxtField[], file: string): string[] {
+/**
+ * Warnings for fields that are set but that hotpath ignores. `fields` (the
+ * parsed text) only places them on a line; a config that was not text (a
+ * load's JSON config override) passes none and gets `file` alone.
+ */
+export function unsupportedFieldWarnings(config: ModelConfig, fields: readonly PbtxtField[], file: string): string[] {
   const warnings: string[] = [];
   const warn = (field: string, owner: string): void => {
     const line = findField(fields, field)?.at.line;

@@ -9,6 +9,7 @@
  * and the error says why, with its kind. Main thread only.
  */
 import { existsSync } from 'node:fs';
+import { clone } from '@bufbuild/protobuf';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { internal, invalidArgument, notFound, ServingError } from '../common/serving-error.js';
@@ -22,6 +23,8 @@ import type { DeviceHealth } from '../executor/device-health.js';
 import type { DeviceFallbackReason } from '../observability/metric-names.js';
 import { completeConfig } from './strict-config.js';
 import { ModelConfigError, validateModelConfig } from './model-config.js';
+import { CONFIG_OVERRIDE_SOURCE } from './config-override.js';
+import { ModelConfigSchema, type ModelConfig } from '../generated/model_config_pb.js';
 import { GoldenCheckError, loadGoldenCases, runGoldenChecks } from './golden-check.js';
 import { ModelVersion } from './model-version.js';
 import { selectVersions } from './version-policy.js';
@@ -96,9 +99,11 @@ export class ModelLoader {
   /**
    * Loads every selected version of `name` into `record` and makes them serve;
    * the versions they replace unload. On failure the versions already serving
-   * stay, and the error names the model.
+   * stay, and the error names the model. `override` (a load's config
+   * override, config-override.ts) replaces config.pbtxt for this load and
+   * passes the same completion and checks; it is not changed.
    */
-  async load(name: string, record: ModelRecord, coldStart: boolean): Promise<void> {
+  async load(name: string, record: ModelRecord, coldStart: boolean, override?: ModelConfig): Promise<void> {
     const started = performance.now();
     const hadVersions = record.versions.size > 0;
     if (!hadVersions) {
@@ -110,7 +115,7 @@ export class ModelLoader {
     const failure = { version: '' };
     const deadline = new LoadDeadline(this.options.loadTimeoutMs ?? 0, () => loadStage(record));
     try {
-      loaded = await deadline.race(this.loadVersions(name, record, started, failure, deadline));
+      loaded = await deadline.race(this.loadVersions(name, record, started, failure, deadline, override));
     } catch (err) {
       // Past its limit, the load's own chain is abandoned: nothing it still shows is loading.
       if (deadline.abandoned) record.loading = [];
@@ -130,6 +135,7 @@ export class ModelLoader {
     }
     const replaced = [...record.versions.values()];
     record.versions = new Map(loaded.map((v) => [v.version, v]));
+    record.configOverride = override;
     record.state = 'READY';
     record.reason = '';
     record.reasonVersion = '';
@@ -139,6 +145,7 @@ export class ModelLoader {
         versions: loaded.map((v) => v.version),
         load_ms: Math.round(performance.now() - started),
         ...(coldStart ? { cold_start: true } : {}),
+        ...(override !== undefined ? { config_override: true } : {}),
       },
       coldStart ? 'evicted model reloaded (cold start)' : 'model ready',
     );
@@ -153,12 +160,16 @@ export class ModelLoader {
     started: number,
     failure: { version: string },
     deadline: LoadDeadline,
+    override: ModelConfig | undefined,
   ): Promise<ModelVersion[]> {
     const modelDir = this.options.roots.modelDir(name);
     if (modelDir === undefined || !existsSync(modelDir)) throw notFound(missingModelMessage(name));
-    let config = await readModelConfig(name, modelDir, this.log);
+    // Validation normalises the config in place: the override stays as sent, for a later cold start.
+    let config = override !== undefined ? clone(ModelConfigSchema, override) : await readModelConfig(name, modelDir, this.log);
     deadline.throwIfAbandoned();
-    const ownLimit = modelLoadTimeoutMs(config, path.join(modelDir, CONFIG_FILENAME));
+    // Where the config came from, as messages name it.
+    const file = override !== undefined ? CONFIG_OVERRIDE_SOURCE : path.join(modelDir, CONFIG_FILENAME);
+    const ownLimit = modelLoadTimeoutMs(config, file);
     if (ownLimit !== undefined) deadline.setModelLimit(ownLimit);
     // Known from here, even if the load fails later: who may see the model (TenantFilter).
     record.tenant = modelTenant(config);
@@ -166,12 +177,11 @@ export class ModelLoader {
     const selected = selectVersions(config?.versionPolicy, available).sort((a, b) => a - b);
     if (selected.length === 0) {
       throw new ModelConfigError(
-        path.join(modelDir, CONFIG_FILENAME), undefined,
+        file, undefined,
         `no version of model ${echo(name)} matches the version policy; versions on disk: ${available.join(', ') || 'none'}`,
       );
     }
     // The same for every version: read from the config once.
-    const file = path.join(modelDir, CONFIG_FILENAME);
     const instances = instanceCount(config);
     const tenant = modelTenant(config);
     const leak = leakFault(config, this.options.faultInjection, file);
@@ -264,7 +274,7 @@ export class ModelLoader {
           throw err;
         }
       }
-      await this.prepareVersions(modelDir, versions, started, deadline, (label) => (failure.version = label ?? ''));
+      await this.prepareVersions(modelDir, file, versions, started, deadline, (label) => (failure.version = label ?? ''));
     } catch (err) {
       // A failed load leaves nothing behind: close the pools already started
       // (an abandoned version is UNAVAILABLE already, so this does not wait for it).
@@ -285,6 +295,7 @@ export class ModelLoader {
    */
   private async prepareVersions(
     modelDir: string,
+    file: string,
     versions: readonly ModelVersion[],
     started: number,
     deadline: LoadDeadline,
@@ -303,7 +314,7 @@ export class ModelLoader {
       const report = await version.warmUp({ samples, delayMs: warmupDelayMs(version.config, this.options.faultInjection) });
       deadline.throwIfAbandoned();
       // Every worker has reported its session's footprint by now: charge what was measured.
-      const declared = declaredFootprint(version.config, path.join(modelDir, CONFIG_FILENAME));
+      const declared = declaredFootprint(version.config, file);
       version.memory.settle(declared ?? version.measuredFootprintBytes);
       this.log.info(
         { ...fields, footprint_bytes: version.memory.reservedBytes, measured: declared === undefined },

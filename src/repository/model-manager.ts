@@ -27,6 +27,7 @@ import {
 import { RepositoryPoller } from './repository-poller.js';
 import { ALL_TENANTS, ModelRegistry, type ModelIndexEntry, type ModelRecord, type TenantFilter } from './model-registry.js';
 import type { ModelVersion } from './model-version.js';
+import type { ModelConfig } from '../generated/model_config_pb.js';
 
 export { ALL_TENANTS, EVICTED_REASON, type ModelIndexEntry, type ModelState, type TenantFilter } from './model-registry.js';
 
@@ -99,14 +100,17 @@ export class ModelManager {
   /**
    * A client's load (RepositoryModelLoad, REST load): (re)loads a model, or
    * throws UNAVAILABLE where the control mode refuses it. On a failed reload
-   * the versions already serving stay.
+   * the versions already serving stay. `configOverride` (parsed, see
+   * config-override.ts) replaces config.pbtxt for this load; without one,
+   * config.pbtxt is read again, whatever an earlier load overrode. Who may
+   * override is the caller's check (the handler's), as for the load itself.
    */
-  async load(name: string): Promise<void> {
+  async load(name: string, configOverride?: ModelConfig): Promise<void> {
     const refusal = loadUnloadRefusal(this.control.mode, 'load', name);
     if (refusal !== undefined) throw refusal;
     const problem = modelNameProblem(name);
     if (problem !== undefined) throw invalidArgument(`model_name ${echo(name)}: ${problem}`);
-    await this.loadModel(name);
+    await this.loadModel(name, false, configOverride);
   }
 
   /** A client's unload (RepositoryModelUnload, REST unload); refused as `load` is. */
@@ -123,7 +127,7 @@ export class ModelManager {
    * so failed loads of made-up names (8 MiB of them, say) leave nothing in
    * the index or in later messages.
    */
-  private async loadModel(name: string, coldStart = false): Promise<void> {
+  private async loadModel(name: string, coldStart = false, configOverride?: ModelConfig): Promise<void> {
     if (this.registry.get(name) === undefined && !this.options.roots.has(name)) {
       throw notFound(missingModelMessage(name));
     }
@@ -132,7 +136,7 @@ export class ModelManager {
       await this.transition(record, () =>
         this.loadSlots.with(() => {
           if (this.closing) throw unavailable(`model ${echo(name)} is not loaded: the server is shutting down`);
-          return this.loader.load(name, record, coldStart);
+          return this.loader.load(name, record, coldStart, configOverride);
         }),
       );
     } catch (err) {
@@ -151,6 +155,7 @@ export class ModelManager {
       record.reason = '';
       await Promise.all(versions.map((version) => version.unload()));
       record.versions.clear();
+      record.configOverride = undefined;
       record.state = 'UNAVAILABLE';
       record.reason = 'unloaded';
       record.reasonVersion = '';
@@ -176,7 +181,8 @@ export class ModelManager {
   async resolveForRequest(name: string, version: string, visible: TenantFilter = ALL_TENANTS): Promise<ModelVersion> {
     const record = this.registry.get(name);
     if (record !== undefined && visible(record.tenant) && this.registry.isEvicted(name) && !this.closing) {
-      record.reloading ??= this.loadModel(name, true).finally(() => {
+      // The evicted versions' config comes back with them, an override included.
+      record.reloading ??= this.loadModel(name, true, record.configOverride).finally(() => {
         record.reloading = undefined;
       });
       await record.reloading;

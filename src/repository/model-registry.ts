@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { invalidArgument, notFound, unavailable } from '../common/serving-error.js';
 import { echo, echoField, echoList } from '../common/echo.js';
 import type { ModelVersion } from './model-version.js';
+import type { ModelConfig } from '../generated/model_config_pb.js';
 
 /** Triton's repository index states. */
 export type ModelState = 'READY' | 'LOADING' | 'UNLOADING' | 'UNAVAILABLE';
@@ -41,6 +42,14 @@ export interface ModelRecord {
   reloading: Promise<void> | undefined;
   /** The model's tenant (config parameter `tenant`), once a load has read its config; undefined before. */
   tenant: string | undefined;
+  /**
+   * The config override (config-override.ts) the serving versions were loaded
+   * with, as the client sent it (never mutated: each load clones it);
+   * undefined when they were loaded from config.pbtxt. A cold-start reload
+   * of an evicted model uses it again; a load without an override (a
+   * client's, or the poller's) reads config.pbtxt and clears it.
+   */
+  configOverride: ModelConfig | undefined;
 }
 
 /**
@@ -86,6 +95,7 @@ export class ModelRegistry {
         transitionsQueued: 0,
         reloading: undefined,
         tenant: undefined,
+        configOverride: undefined,
       };
       this.models.set(name, record);
     }

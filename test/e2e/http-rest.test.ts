@@ -444,12 +444,16 @@ describe('repository', () => {
     expect((await send('GET', '/v2/models/typed_identity/ready')).status).toBe(200);
   });
 
-  it('answers a load of an unknown model with 404, and refuses load parameters with 400', async () => {
+  it('answers a load of an unknown model with 404, and refuses file: and unknown load parameters with 400', async () => {
     const unknown = await postJson('/v2/repository/models/never_was/load', {});
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toMatch(/model 'never_was' is not found/);
-    const withConfig = await postJson('/v2/repository/models/ctr_mlp/load', { parameters: { config: '{}' } });
-    expect(withConfig.status).toBe(400);
-    expect(withConfig.json.error).toMatch(/'config'/);
+    // The config override itself is config-override.test.ts's.
+    const withFile = await postJson('/v2/repository/models/ctr_mlp/load', { parameters: { 'file:1/model.onnx': 'eA==' } });
+    expect(withFile.status).toBe(400);
+    expect(withFile.json.error).toMatch(/'file:1\/model\.onnx': file overrides are not supported/);
+    const other = await postJson('/v2/repository/models/ctr_mlp/load', { parameters: { colour: 'red' } });
+    expect(other.status).toBe(400);
+    expect(other.json.error).toMatch(/'colour' not supported; expected none or 'config'/);
   });
 });

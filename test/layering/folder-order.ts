@@ -16,7 +16,7 @@ export const FOLDER_LEVELS: readonly (readonly string[])[] = [
   ['index.ts', 'cli.ts', 'cli'],
   ['server'],
   ['inference'],
-  ['routing', 'datachecks', 'patrol'],
+  ['routing', 'datachecks', 'patrol', 'perf'],
   ['repository', 'security'],
   ['batching', 'executor', 'workers'],
   ['tenancy', 'observability'],

@@ -134,6 +134,10 @@ describe('completeModelConfig', () => {
     );
   });
 
+  it('rejects a negative max_batch_size instead of replacing it with the default', () => {
+    expect(completionError('max_batch_size: -1', BATCHING).reason).toBe('max_batch_size: expected >= 0, got -1');
+  });
+
   it('rejects dims that disagree with the model shape', () => {
     expect(completionError('max_batch_size: 4 input { name: "features" dims: [ 16 ] }', BATCHING).reason).toMatch(
       /input 'features': dims: expected \[32\] \(the ONNX model's shape without the batch dimension\), got \[16\]/,

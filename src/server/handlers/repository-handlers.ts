@@ -2,7 +2,10 @@
  * Repository and statistics RPCs: index, load, unload, per-version statistics.
  * The index and statistics list only the models the caller sees (its
  * tenant's; all for the admin, or for everyone without API keys); load and
- * unload need the admin (security/caller.ts).
+ * unload need the admin (security/caller.ts). A load may carry Triton's
+ * `config` parameter, a whole ModelConfig as JSON that replaces config.pbtxt
+ * for that load (repository/config-override.ts); `file:` parameters (model
+ * files sent with the request) are refused.
  */
 import { create } from '@bufbuild/protobuf';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -18,6 +21,10 @@ import {
   type RepositoryModelUnloadRequest,
 } from '../../generated/grpc_service_pb.js';
 import type { ModelManager } from '../../repository/model-manager.js';
+import type { ModelConfig } from '../../generated/model_config_pb.js';
+import { CONFIG_OVERRIDE_PARAMETER, parseConfigOverride } from '../../repository/config-override.js';
+import { ModelConfigError } from '../../repository/model-config.js';
+import type { Caller } from '../../security/caller.js';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo, echoField } from '../../common/echo.js';
 import { requireAdmin, visibleTo } from '../../security/caller.js';
@@ -39,9 +46,10 @@ export function repositoryHandlers(models: ModelManager, routes: RouteLookup = (
     }),
     RepositoryModelLoad: unary(async (request: RepositoryModelLoadRequest, caller) => {
       requireAdmin(caller, 'RepositoryModelLoad');
-      refuseParameters('RepositoryModelLoad', request.parameters);
+      const { [CONFIG_OVERRIDE_PARAMETER]: config, ...rest } = request.parameters;
+      refuseParameters('RepositoryModelLoad', rest);
       requireModelName(request.modelName);
-      await models.load(request.modelName);
+      await models.load(request.modelName, config === undefined ? undefined : configOverride(config, caller));
       return create(RepositoryModelLoadResponseSchema, {});
     }),
     RepositoryModelUnload: unary(async (request: RepositoryModelUnloadRequest, caller) => {
@@ -74,10 +82,43 @@ function requireModelName(name: string): void {
   if (name === '') throw invalidArgument('model_name is empty; expected the name of a model in the repository');
 }
 
-/** Config and file overrides on load are not supported yet; say so instead of ignoring them. */
+/**
+ * The load's `config` parameter as a ModelConfig, or INVALID_ARGUMENT naming
+ * the parameter and what is wrong in it. The override is the admin's, as the
+ * load is: `requireAdmin` has passed already, and is asked again here so
+ * that the override stays the admin's should loads ever open to others.
+ */
+function configOverride(parameter: ModelRepositoryParameter, caller: Caller): ModelConfig {
+  requireAdmin(caller, `RepositoryModelLoad with parameter '${CONFIG_OVERRIDE_PARAMETER}'`);
+  const choice = parameter.parameterChoice;
+  if (choice.case !== 'stringParam') {
+    throw invalidArgument(
+      `RepositoryModelLoad: parameter '${CONFIG_OVERRIDE_PARAMETER}': expected a string (a ModelConfig as JSON), got ${choice.case ?? 'no value'}`,
+    );
+  }
+  try {
+    return parseConfigOverride(choice.value).config;
+  } catch (err) {
+    if (err instanceof ModelConfigError) {
+      throw invalidArgument(`RepositoryModelLoad: parameter '${CONFIG_OVERRIDE_PARAMETER}': ${err.reason}`);
+    }
+    throw err;
+  }
+}
+
+/**
+ * Parameters this RPC does not take, refused instead of ignored: Triton's
+ * `file:<path>` (model files sent with the load; hotpath reads models from
+ * its repository only) and anything unknown.
+ */
 function refuseParameters(rpc: string, parameters: Record<string, ModelRepositoryParameter>): void {
   const keys = Object.keys(parameters);
+  const file = keys.find((k) => k.startsWith('file:'));
+  if (file !== undefined) {
+    throw invalidArgument(`${rpc}: parameter ${echo(file)}: file overrides are not supported; model files are read from the model repository only`);
+  }
   if (keys.length > 0) {
-    throw invalidArgument(`${rpc}: parameter${keys.length > 1 ? 's' : ''} ${keys.map((k) => echo(k)).join(', ')} not supported; expected none`);
+    const expected = rpc === 'RepositoryModelLoad' ? `expected none or '${CONFIG_OVERRIDE_PARAMETER}'` : 'expected none';
+    throw invalidArgument(`${rpc}: parameter${keys.length > 1 ? 's' : ''} ${keys.map((k) => echo(k)).join(', ')} not supported; ${expected}`);
   }
 }

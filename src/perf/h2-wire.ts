@@ -1,5 +1,6 @@
 // HTTP/2 at the byte level (RFC 9113 frames, RFC 7541 HPACK), just enough for
-// the serve benchmark's raw load generator (h2-raw-session.ts): the request is
+// the raw load generator (h2-raw-session.ts) of `hotpath perf` and of the
+// benchmarks (bench/ imports it from here): the request is
 // encoded once into a template (HEADERS + DATA frames) whose stream ids are
 // patched per request, and response header blocks are walked to find
 // `:status` and `grpc-status`. Pure functions, unit-tested against node:http2.

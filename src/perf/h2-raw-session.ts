@@ -1,4 +1,5 @@
-// One HTTP/2 connection of the serve benchmark's raw load generator, on a
+// One HTTP/2 connection of the raw load generator (`hotpath perf`'s, and the
+// benchmarks', which import it from here), on a
 // plain TCP socket: each request is a copy of a pre-encoded template (HEADERS
 // + DATA, h2-wire.ts) with its stream id patched in, and requests queued in
 // one tick leave in one write. Responses are parsed frame by frame; header
@@ -9,6 +10,7 @@
 //
 // Single-threaded: one instance belongs to the event loop of the loader.
 import net from 'node:net';
+import tls from 'node:tls';
 
 import {
   Flag,
@@ -73,11 +75,26 @@ export class RawH2Session {
     private readonly body: Uint8Array,
   ) {}
 
-  /** Connects, exchanges SETTINGS (waits for the server's ACK of ours: a zero-size HPACK table) and is ready. */
-  static connect(address: string, path: string, headers: Readonly<Record<string, string>>, body: Uint8Array, timeoutMs = 10_000): Promise<RawH2Session> {
+  /**
+   * Connects, exchanges SETTINGS (waits for the server's ACK of ours: a
+   * zero-size HPACK table) and is ready. With `secure`, over TLS with ALPN
+   * h2 (`secure` is passed to tls.connect: roots, client certificate, the
+   * server name); without, plaintext (h2c with prior knowledge).
+   */
+  static connect(
+    address: string,
+    path: string,
+    headers: Readonly<Record<string, string>>,
+    body: Uint8Array,
+    timeoutMs = 10_000,
+    secure?: tls.ConnectionOptions,
+  ): Promise<RawH2Session> {
     const [host, port] = splitAddress(address);
     return new Promise((resolve, reject) => {
-      const socket = net.connect({ host, port, noDelay: true });
+      const socket = secure === undefined
+        ? net.connect({ host, port, noDelay: true })
+        : tls.connect({ host, port, ALPNProtocols: ['h2'], ...secure });
+      socket.setNoDelay(true);
       const session = new RawH2Session(socket, requestHeaderBlock(address, path, headers), body);
       const timer = setTimeout(() => {
         socket.destroy();
@@ -87,7 +104,13 @@ export class RawH2Session {
         clearTimeout(timer);
         reject(err);
       });
-      socket.once('connect', () => {
+      socket.once(secure === undefined ? 'connect' : 'secureConnect', () => {
+        if (socket instanceof tls.TLSSocket && socket.alpnProtocol !== 'h2') {
+          clearTimeout(timer);
+          socket.destroy();
+          reject(new Error(`${address} did not agree to HTTP/2 over TLS (ALPN: ${socket.alpnProtocol || 'none'})`));
+          return;
+        }
         socket.write(Buffer.concat([
           PREFACE,
           settingsFrame({ [Setting.HEADER_TABLE_SIZE]: 0, [Setting.ENABLE_PUSH]: 0, [Setting.INITIAL_WINDOW_SIZE]: RECEIVE_WINDOW }),

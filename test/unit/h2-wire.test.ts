@@ -2,10 +2,10 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { grpcFrame, grpcMessages, GRPC_REQUEST_HEADERS, MODEL_INFER_PATH } from '../../bench/load/grpc-frames.js';
+import { grpcFrame, grpcMessages, GRPC_REQUEST_HEADERS, MODEL_INFER_PATH } from '../../src/perf/grpc-frames.js';
 import { h2loadArgs, parseH2loadOutput } from '../../bench/load/h2load.js';
-import { RawH2Session, type StreamOutcome } from '../../bench/load/h2-raw-session.js';
-import { FrameType, hpackInteger, HUFFMAN, walkHeaderBlock } from '../../bench/load/h2-wire.js';
+import { RawH2Session, type StreamOutcome } from '../../src/perf/h2-raw-session.js';
+import { FrameType, hpackInteger, HUFFMAN, walkHeaderBlock } from '../../src/perf/h2-wire.js';
 
 describe('gRPC frames', () => {
   it('prefixes a message with its flag and length, and splits a body back', () => {

@@ -1,5 +1,6 @@
-// gRPC over HTTP/2 at the byte level, for the serve benchmark's lean load
-// generator (h2-loader-process.ts), its echo contender and h2load: a message
+// gRPC over HTTP/2 at the byte level, for the lean load generators
+// (`hotpath perf`, and the benchmarks' h2-loader-process.ts, echo contender
+// and h2load, which import it from here): a message
 // travels as a 5-byte prefix (compressed flag, big-endian length) and the
 // message bytes. Pure functions, unit-tested.
 
