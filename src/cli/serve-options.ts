@@ -127,6 +127,7 @@ export const SERVE_USAGE = `usage: hotpath serve --model-repository DIR [options
        hotpath archive ls|cat DIR        (hotpath archive --help)
        hotpath replay --archive DIR --url HOST:PORT [options]   (hotpath replay --help)
        hotpath drift-reference --model-dir DIR --archive DIR|--csv FILE   (hotpath drift-reference --help)
+       hotpath perf -m MODEL -u HOST:PORT [options]   (hotpath perf --help: load and latency, as perf_analyzer)
        hotpath --version | --help
 
 Boolean flags (BOOL) take --flag, --flag=true|false or --flag true|false (also 1|0|on|off).
