@@ -10,15 +10,27 @@
 //   gyp   node-gyp only.
 // HOTPATH_BUILD_VERBOSE=1 streams compiler output; otherwise it is shown only
 // for a failed step. Exit code 0 only when an addon was built and loads.
+//
+// In a source checkout (native/tests/ present; the packed package leaves it
+// out) the cmake-js build first tries warnings-as-errors (HOTPATH_WERROR=ON),
+// the flags of `npm test`'s addon:cmake step, so that step finds the addon up
+// to date instead of rebuilding it with other flags (minutes on 2 cores). If
+// that build fails it is retried without -Werror: an install never fails on a
+// warning a newer compiler adds, and `npm test` then shows the warning.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import {
   addonPaths,
   buildCmakeAddon,
   buildGypAddon,
   probeAddon,
   removeAddon,
+  root,
   tail,
   verbose,
 } from './build-common.mjs';
+
+const sourceCheckout = existsSync(path.join(root, 'native', 'tests'));
 
 const modes = ['auto', 'cmake', 'cpu', 'gyp'];
 const mode = process.env.HOTPATH_BUILD || 'auto';
@@ -41,7 +53,20 @@ function attempt(kind) {
   const label = kind === 'gyp' ? 'node-gyp (CPU-only)' : `cmake-js (CUDA ${mode === 'cpu' ? 'OFF' : 'AUTO'})`;
   console.log(`hotpath: building native addon with ${label} ...`);
   const started = Date.now();
-  const result = kind === 'gyp' ? buildGypAddon({ clean: true }) : buildCmakeAddon({ cuda: mode === 'cpu' ? 'OFF' : 'AUTO' });
+  const cuda = mode === 'cpu' ? 'OFF' : 'AUTO';
+  let result;
+  if (kind === 'gyp') {
+    result = buildGypAddon({ clean: true });
+  } else if (sourceCheckout) {
+    result = buildCmakeAddon({ cuda, defines: ['HOTPATH_WERROR=ON'] });
+    if (!result.ok) {
+      report(result);
+      console.log('hotpath: the build with warnings as errors failed; building again without -Werror');
+      result = buildCmakeAddon({ cuda, defines: ['HOTPATH_WERROR=OFF'] });
+    }
+  } else {
+    result = buildCmakeAddon({ cuda });
+  }
   if (!result.ok) {
     report(result);
     console.error(`hotpath: ${label} build failed: ${result.why}`);
