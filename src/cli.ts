@@ -151,7 +151,7 @@ async function main(argv: string[]): Promise<void> {
 
 /** The command whose options a usage error is about: a tool's, or serve's (also without a subcommand). */
 function commandOf(first: string | undefined): string {
-  return first === 'archive' || first === 'replay' || first === 'drift-reference' ? first : 'serve';
+  return first === 'archive' || first === 'replay' || first === 'drift-reference' || first === 'perf' ? first : 'serve';
 }
 
 // Runs only as the program itself: `node dist/src/cli.js`, or the `hotpath`
