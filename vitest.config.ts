@@ -22,11 +22,13 @@ import { configDefaults, defineConfig } from 'vitest/config';
 //   client vs server counts over short windows). They run one at a time after the rest, as on a quiet machine.
 const e2e = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.test.ts`);
 
-const TIMING_E2E = e2e([
+/** Timing files quick enough for `npm test`. */
+const QUICK_TIMING_E2E = e2e(['dynamic-batching', 'graceful-drain', 'warmup-readiness']);
+
+/** Timing files that run only in test:full. */
+const SLOW_TIMING_E2E = e2e([
   'bounded-decoding',
   'connection-caps',
-  'dynamic-batching',
-  'graceful-drain',
   'grpc-admission-before-message',
   'http-budgets',
   'leak-patrol',
@@ -34,31 +36,26 @@ const TIMING_E2E = e2e([
   'model-time-limits',
   'perf',
   'stream-backpressure',
-  'warmup-readiness',
 ]);
 
-const SLOW_E2E = e2e([
-  'archive-replay',
-  'bounded-decoding',
-  'connection-caps',
-  'docker-healthcheck',
-  'drift',
-  'grpc-admission-before-message',
-  'http-budgets',
-  'leak-patrol',
-  'memory-trim',
-  'model-control',
-  'model-faults',
-  'model-time-limits',
-  'perf',
-  'production-install',
-  'registry-hygiene',
-  'routes',
-  'stream-backpressure',
-  'tenant-limits',
-  'tls',
-  'triton-command-line',
-]);
+const TIMING_E2E = [...QUICK_TIMING_E2E, ...SLOW_TIMING_E2E];
+
+const SLOW_E2E = [
+  ...SLOW_TIMING_E2E,
+  ...e2e([
+    'archive-replay',
+    'docker-healthcheck',
+    'drift',
+    'model-control',
+    'model-faults',
+    'production-install',
+    'registry-hygiene',
+    'routes',
+    'tenant-limits',
+    'tls',
+    'triton-command-line',
+  ]),
+];
 
 const leftOut = process.env.HOTPATH_TEST_FULL === '1' ? [] : SLOW_E2E;
 

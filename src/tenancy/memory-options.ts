@@ -33,15 +33,6 @@ export interface MemoryOptions {
   deviceProbeIntervalMs: number;
 }
 
-/**
- * The arena's capacity when --memory-capacity is not given: half of the
- * container's cgroup memory limit or the machine's memory, whichever is
- * smaller (tenancy/memory-limit.ts).
- */
-export function defaultMemoryCapacityBytes(): number {
-  return defaultMemoryCapacity();
-}
-
 const FLAGS = [
   { name: 'memory-capacity', arg: 'SIZE', help: "memory arena capacity for request buffers and model footprints, all tenants together (default: half the container's memory limit, or of the machine's memory without one)" },
   { name: 'tenant', arg: 'NAME:QUOTA', repeatable: true,
@@ -92,7 +83,8 @@ function parseMemory(values: FlagValues): Partial<MemoryOptions> {
 export const MEMORY_OPTIONS: readonly OptionEntry<object>[] = [{
   flags: FLAGS,
   defaults: (): MemoryOptions => ({
-    memoryCapacityBytes: defaultMemoryCapacityBytes(),
+    // Half the container's cgroup memory limit, or of the machine's memory without one.
+    memoryCapacityBytes: defaultMemoryCapacity(),
     tenants: [],
     tenantLimits: [],
     apiKeys: [],
