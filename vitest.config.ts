@@ -1,3 +1,5 @@
+import path from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // e2e suites start real server processes; keep them in separate forks so a
@@ -59,10 +61,33 @@ const SLOW_E2E = [
 
 const leftOut = process.env.HOTPATH_TEST_FULL === '1' ? [] : SLOW_E2E;
 
+/**
+ * Files started before any other in their group: the packed production install
+ * builds the addon from scratch (minutes of compiling) while it mostly waits,
+ * so it must overlap the other files rather than run alone at the end. vitest
+ * orders longest-first from its results cache, but a clean clone (CI) has no
+ * cache and would start it wherever the file order puts it.
+ */
+const START_FIRST = new Set(e2e(['production-install']));
+
+class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const first = (spec: TestSpecification) => START_FIRST.has(path.relative(process.cwd(), spec.moduleId));
+    // Stable within each group (groupOrder stays the primary key: the timing files still run last).
+    return [...sorted].sort((a, b) => {
+      const group = a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder;
+      return group !== 0 ? group : Number(first(b)) - Number(first(a));
+    });
+  }
+}
+
+
 const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 120_000 } as const;
 
 export default defineConfig({
   test: {
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {

@@ -1,5 +1,8 @@
 // Native test runner. `npm test` runs ctest:default and addon:cmake before
-// vitest; `npm run test:full` runs ctest:cpu, ctest:asan and addon:gyp first.
+// vitest; `npm run test:full` runs ctest:asan and addon:gyp first. ctest:cpu
+// runs only when named (or with no step named): the ASan+UBSan tree is
+// already CPU-only and the node-gyp addon is the CPU-only sources built
+// optimised, so in CI it would be a third build of the same code.
 //
 // Steps (each in its own build directory, incremental, -j2):
 //   ctest:default  build-tests/default  CUDA backend if nvcc is found
