@@ -12,25 +12,24 @@
 // for a failed step. Exit code 0 only when an addon was built and loads.
 //
 // In a source checkout (native/tests/ present; the packed package leaves it
-// out) the cmake-js build first tries warnings-as-errors (HOTPATH_WERROR=ON),
-// the flags of `npm test`'s addon:cmake step, so that step finds the addon up
-// to date instead of rebuilding it with other flags (minutes on 2 cores). If
-// that build fails it is retried without -Werror: an install never fails on a
-// warning a newer compiler adds, and `npm test` then shows the warning.
-import { existsSync } from 'node:fs';
-import path from 'node:path';
+// out) the cmake-js build first uses `npm test`'s settings for that tree:
+// warnings as errors, and the CTest executables built beside the addon
+// (npm test's ctest:default runs them there), so npm test finds both up to
+// date instead of rebuilding with other flags (minutes on 2 cores). If that
+// build fails, the addon alone is built again without -Werror: an install
+// never fails on a warning a newer compiler adds, and `npm test` then shows
+// the warning.
 import {
   addonPaths,
   buildCmakeAddon,
   buildGypAddon,
+  checkoutCmakeDefines,
   probeAddon,
   removeAddon,
-  root,
+  sourceCheckout,
   tail,
   verbose,
 } from './build-common.mjs';
-
-const sourceCheckout = existsSync(path.join(root, 'native', 'tests'));
 
 const modes = ['auto', 'cmake', 'cpu', 'gyp'];
 const mode = process.env.HOTPATH_BUILD || 'auto';
@@ -58,11 +57,11 @@ function attempt(kind) {
   if (kind === 'gyp') {
     result = buildGypAddon({ clean: true });
   } else if (sourceCheckout) {
-    result = buildCmakeAddon({ cuda, defines: ['HOTPATH_WERROR=ON'] });
+    result = buildCmakeAddon({ cuda, defines: checkoutCmakeDefines });
     if (!result.ok) {
       report(result);
-      console.log('hotpath: the build with warnings as errors failed; building again without -Werror');
-      result = buildCmakeAddon({ cuda, defines: ['HOTPATH_WERROR=OFF'] });
+      console.log('hotpath: the build with warnings as errors failed; building the addon alone without -Werror');
+      result = buildCmakeAddon({ cuda, defines: ['HOTPATH_WERROR=OFF', 'HOTPATH_BUILD_TESTS=OFF'] });
     }
   } else {
     result = buildCmakeAddon({ cuda });

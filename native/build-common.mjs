@@ -101,19 +101,46 @@ export function findNodeGyp() {
  *   cache settings ("NAME=VALUE"); they persist in build-cmake's cache.
  */
 export function buildCmakeAddon({ cuda, defines = [] }) {
-  if (!findCmake()) return { ok: false, output: '', why: 'cmake not found on PATH' };
+  const commands = cmakeJsCommands({ cuda, defines });
+  if (!commands.ok) return { ok: false, output: '', why: commands.why };
+  const configure = run(process.execPath, commands.configure);
+  if (!configure.ok) return configure;
+  const build = run(process.execPath, commands.build);
+  return build.ok ? { ...build, output: configure.output + build.output } : build;
+}
+
+/**
+ * The cmake-js configure and build argument lists (to run with process.execPath)
+ * for build-cmake/Release, or why they cannot run.
+ * @param {{cuda: 'AUTO' | 'OFF', defines?: string[]}} options
+ * @returns {{ok: true, configure: string[], build: string[]} | {ok: false, why: string}}
+ */
+export function cmakeJsCommands({ cuda, defines = [] }) {
+  if (!findCmake()) return { ok: false, why: 'cmake not found on PATH' };
   let cmakeJs;
   try {
     cmakeJs = path.join(path.dirname(requireFromRoot.resolve('cmake-js/package.json')), 'bin', 'cmake-js');
   } catch (error) {
-    return { ok: false, output: '', why: `cmake-js not installed: ${error.message}` };
+    return { ok: false, why: `cmake-js not installed: ${error.message}` };
   }
   const common = ['--out', 'build-cmake', '--config', 'Release', `--CDHOTPATH_CUDA=${cuda}`, ...defines.map((d) => `--CD${d}`)];
-  const configure = run(process.execPath, [cmakeJs, 'configure', ...common]);
-  if (!configure.ok) return configure;
-  const build = run(process.execPath, [cmakeJs, 'build', ...common, '--parallel', jobs]);
-  return build.ok ? { ...build, output: configure.output + build.output } : build;
+  return { ok: true, configure: [cmakeJs, 'configure', ...common], build: [cmakeJs, 'build', ...common, '--parallel', jobs] };
 }
+
+/**
+ * Whether this is a source checkout (native/tests present; the packed package
+ * leaves it out). There the cmake-js tree is also npm test's default CTest
+ * tree, so the core library is compiled once for both.
+ */
+export const sourceCheckout = existsSync(path.join(root, 'native', 'tests'));
+
+/**
+ * The cache settings of the cmake-js tree in a source checkout: warnings are
+ * errors (npm test's flags) and the CTest executables are built beside the
+ * addon. Every build of that tree passes them, so none reconfigures it
+ * away from another's settings.
+ */
+export const checkoutCmakeDefines = ['HOTPATH_WERROR=ON', 'HOTPATH_BUILD_TESTS=ON'];
 
 /**
  * Builds the CPU-only addon with node-gyp into build/Release.

@@ -4,8 +4,11 @@
 // already CPU-only and the node-gyp addon is the CPU-only sources built
 // optimised, so in CI it would be a third build of the same code.
 //
-// Steps (each in its own build directory, incremental, -j2):
-//   ctest:default  build-tests/default  CUDA backend if nvcc is found
+// Steps (incremental, -j2):
+//   ctest:default  build-cmake          CUDA backend if nvcc is found; the
+//                                       cmake-js addon's own tree, which also
+//                                       builds the CTest executables, so the
+//                                       core library is compiled once for both
 //   ctest:cpu      build-tests/cpu      -DHOTPATH_CUDA=OFF
 //   ctest:asan     build-tests/asan     CPU-only, ASan+UBSan, Debug (asserts on)
 //   addon:cmake    build-cmake/Release  the cmake-js addon vitest loads first
@@ -20,7 +23,19 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 
-import { buildCmakeAddon, buildGypAddon, findCmake, jobs, probeAddon, addonPaths, root, tail, verbose } from './build-common.mjs';
+import {
+  addonPaths,
+  buildCmakeAddon,
+  buildGypAddon,
+  checkoutCmakeDefines,
+  cmakeJsCommands,
+  findCmake,
+  jobs,
+  probeAddon,
+  root,
+  tail,
+  verbose,
+} from './build-common.mjs';
 
 const sanitizerEnv = {
   ASAN_OPTIONS: 'detect_leaks=1:protect_shadow_gap=0',
@@ -28,7 +43,7 @@ const sanitizerEnv = {
 };
 
 const ctestSteps = {
-  'ctest:default': { dir: 'build-tests/default', defines: ['-DCMAKE_BUILD_TYPE=Release'] },
+  'ctest:default': { dir: 'build-cmake', cmakeJs: true },
   'ctest:cpu': { dir: 'build-tests/cpu', defines: ['-DCMAKE_BUILD_TYPE=Release', '-DHOTPATH_CUDA=OFF'] },
   'ctest:asan': {
     dir: 'build-tests/asan',
@@ -108,8 +123,16 @@ function runWithProgress(step, phase, command, args, { env = {} } = {}) {
   });
 }
 
-async function ctestStep(step, { dir, defines, env = {} }) {
+async function ctestStep(step, { dir, defines = [], cmakeJs = false, env = {} }) {
   const buildDir = path.join(root, dir);
+  const built = cmakeJs ? await buildWithCmakeJs(step) : await buildWithCmake(step, buildDir, defines);
+  if (!built.ok) return built;
+  const test = await runWithProgress(step, 'test', 'ctest', ['--test-dir', buildDir, '--output-on-failure', '--parallel', jobs], { env });
+  return { ...test, output: built.output + test.output, detail: ctestSummary(test.output) };
+}
+
+/** Configures (once) and builds a plain CMake tree with the CTest executables. */
+async function buildWithCmake(step, buildDir, defines) {
   let output = '';
   if (!existsSync(path.join(buildDir, 'CMakeCache.txt'))) {
     const generator = ninja ? ['-G', 'Ninja'] : [];
@@ -119,14 +142,28 @@ async function ctestStep(step, { dir, defines, env = {} }) {
   }
   const build = await runWithProgress(step, 'build', 'cmake', ['--build', buildDir, '--parallel', jobs]);
   output += build.output;
-  if (!build.ok) return { ...build, output, detail: 'build failed' };
-  const test = await runWithProgress(step, 'test', 'ctest', ['--test-dir', buildDir, '--output-on-failure', '--parallel', jobs], { env });
-  output += test.output;
-  return { ...test, output, detail: ctestSummary(test.output) };
+  return build.ok ? { ...build, output } : { ...build, output, detail: 'build failed' };
+}
+
+/**
+ * Builds the addon's own tree: cmake-js configures it (node headers, its cache
+ * settings) with the same defines as the install and addon:cmake, so the
+ * three never reconfigure it away from each other.
+ */
+async function buildWithCmakeJs(step) {
+  const commands = cmakeJsCommands({ cuda: 'AUTO', defines: checkoutCmakeDefines });
+  if (!commands.ok) return { ok: false, output: '', why: commands.why, detail: 'configure failed' };
+  let output = '';
+  for (const [phase, args] of [['configure', commands.configure], ['build', commands.build]]) {
+    const result = await runWithProgress(step, phase, process.execPath, args);
+    output += result.output;
+    if (!result.ok) return { ...result, output, detail: `${phase} failed` };
+  }
+  return { ok: true, output, why: '' };
 }
 
 function addonStep(kind) {
-  const result = kind === 'cmake' ? buildCmakeAddon({ cuda: 'AUTO', defines: ['HOTPATH_WERROR=ON'] }) : buildGypAddon({ clean: false });
+  const result = kind === 'cmake' ? buildCmakeAddon({ cuda: 'AUTO', defines: checkoutCmakeDefines }) : buildGypAddon({ clean: false });
   if (!result.ok) return { ...result, detail: 'build failed' };
   const probe = probeAddon(addonPaths[kind]);
   if (!probe.ok) return { ok: false, output: result.output, why: probe.why, detail: 'does not load' };
