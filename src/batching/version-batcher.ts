@@ -99,8 +99,8 @@ export interface RequestRows {
 
 /**
  * What a version needs of its dynamic batcher (`batcherOf(version)` gives the
- * full one to the request path). The version (repository/model-version.ts)
- * holds one through this interface.
+ * full one to the request path). The version's runtime
+ * (repository/version-runtime.ts) holds one through this interface.
  */
 export interface BatcherAttachment {
   /** Pending requests get UNAVAILABLE; called once nothing is admitted any more. */

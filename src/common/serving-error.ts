@@ -6,12 +6,7 @@
  * `httpStatusOf`, so one failure reads the same on every path.
  */
 import { type status, type ServiceError, Metadata } from '@grpc/grpc-js';
-import {
-  grpcStatusOf,
-  isErrorKind,
-  kindOfGrpcStatus,
-  type ErrorKind,
-} from './error-kinds.js';
+import { grpcStatusOf, kindOfGrpcStatus, type ErrorKind } from './error-kinds.js';
 import { boundMessage } from './echo.js';
 import { ClassifiedError } from './classified-error.js';
 
@@ -66,6 +61,11 @@ export interface Classified {
 /**
  * Classifies any thrown value: its kind and the message clients see, cut to
  * MESSAGE_MAX_CHARS (echo.ts) so that no message outgrows gRPC's metadata.
+ *
+ * Only our own error classes carry a kind: a ClassifiedError (ServingError,
+ * NativeError, WorkerRunError and their subclasses) is taken by `instanceof`.
+ * A foreign error is never read for a `kind`, a `reason`, a name or its
+ * message text: whatever it says, it is internal.
  */
 export function classifyError(err: unknown): Classified {
   const { kind, message } = classifyUnbounded(err);
@@ -74,10 +74,6 @@ export function classifyError(err: unknown): Classified {
 
 function classifyUnbounded(err: unknown): Classified {
   if (err instanceof ClassifiedError) return { kind: err.kind, message: err.clientMessage };
-  if (err instanceof Error) {
-    const tagged = (err as { kind?: unknown }).kind;
-    if (isErrorKind(tagged)) return { kind: tagged, message: err.message };
-  }
   // Anything else escaped from onnxruntime or from a bug: internal, with its message.
   const message = err instanceof Error ? err.message : String(err);
   return { kind: 'internal', message: `inference failed: ${message}` };

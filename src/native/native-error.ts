@@ -2,8 +2,9 @@
 // return `{ok: true, value}` or `{ok: false, code, message}` (see
 // native/napi/result_js.h). `unwrapNative` turns the failure form into a typed
 // NativeError whose stack points at the JS caller, not at this module, so logs
-// show who asked. Async wrappers (arena, batcher) will capture the call site
-// before awaiting and pass it in, as sharp does.
+// show who asked. A wrapper whose failure surfaces after an await captures
+// the call site first, as sharp does: batcher.ts and executor.ts do so and
+// apply it themselves (their withCallSite); `unwrapNative` takes one too.
 //
 // Pure functions and an immutable error class; safe in any worker.
 

@@ -102,7 +102,7 @@ export class Route {
 
   constructor(
     readonly config: RouteConfig,
-    private readonly now: () => number,
+    now: () => number,
     private readonly random: () => number,
     onEvent: ((event: RoutingEvent) => void) | undefined,
     /** The route's signature, when the compatibility check ran. */

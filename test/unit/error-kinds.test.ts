@@ -123,6 +123,9 @@ describe('toServiceError', () => {
     // Recognised by class or kind, never by name: an Error merely named so is internal.
     const foreign = Object.assign(new Error('died'), { name: 'WorkerCrashedError' });
     expect(toServiceError(foreign)).toMatchObject({ code: status.INTERNAL, details: 'inference failed: died' });
+    // Nor by fields: a foreign error that carries a `kind` or a `reason` of ours is internal too.
+    const tagged = Object.assign(new Error('bad'), { kind: 'invalid', reason: 'QUEUE_FULL' });
+    expect(classifyError(tagged)).toEqual({ kind: 'internal', message: 'inference failed: bad' });
   });
 
   it('answers native errors with the native message and batcher rejections by reason', () => {
