@@ -244,8 +244,8 @@ export function rateRange(raw: string): number[] {
   return levels;
 }
 
-/** `NAME:D1,D2,...` (perf_analyzer's --shape) per input. */
-function shapeFlags(raw: readonly string[]): Map<string, number[]> {
+/** `NAME:D1,D2,...` (perf_analyzer's --shape) per input; tune takes the same flag. */
+export function shapeFlags(raw: readonly string[]): Map<string, number[]> {
   const shapes = new Map<string, number[]>();
   for (const flag of raw) {
     const colon = flag.lastIndexOf(':');
