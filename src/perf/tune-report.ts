@@ -38,23 +38,29 @@ function ending(result: CandidateResult, budgetUs: number, maxConcurrency: numbe
 
 export function tuneTable(results: readonly CandidateResult[], chosen: number, budgetUs: number, maxConcurrency: number): string {
   const header = ['#', 'max_batch', 'preferred', 'delay us', 'inst', 'best c', 'infer/s', 'p50 ms', 'p99 ms', 'levels', 'search ended', ''];
-  const rows = results.map((r) => [
+  const rows = results.map((r) => {
+    // Nothing within the budget: the first level's figures, starred, say by how much it missed.
+    const shown = r.best ?? r.levels[0];
+    const star = r.best === undefined ? '*' : '';
+    return [
     r.index === 0 ? 'current' : String(r.index),
     String(r.settings.maxBatchSize),
     r.settings.preferredBatchSizes.length === 0 ? '-' : r.settings.preferredBatchSizes.join(','),
     String(r.settings.maxQueueDelayUs),
     String(r.settings.instanceCount),
-    r.best === undefined ? '-' : String(r.best.concurrency),
-    r.best === undefined ? '-' : r.best.inferencesPerSecond.toFixed(1),
-    r.best === undefined ? '-' : (r.best.p50Us / 1000).toFixed(3),
-    r.best === undefined ? '-' : (r.best.p99Us / 1000).toFixed(3),
+    shown === undefined ? '-' : `${shown.concurrency}${star}`,
+    shown === undefined ? '-' : `${shown.inferencesPerSecond.toFixed(1)}${star}`,
+    shown === undefined ? '-' : `${(shown.p50Us / 1000).toFixed(3)}${star}`,
+    shown === undefined ? '-' : `${(shown.p99Us / 1000).toFixed(3)}${star}`,
     String(r.levels.length),
     ending(r, budgetUs, maxConcurrency),
-    r.index === chosen ? '<- BEST' : r.best !== undefined && !r.best.stable ? '(unstable)' : '',
-  ]);
+    r.index === chosen ? '<- BEST' : shown !== undefined && !shown.stable ? '(unstable)' : '',
+    ];
+  });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: readonly string[]) => cells.map((cell, i) => (i >= 9 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd();
-  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
+  const note = results.some((r) => r.best === undefined && r.levels.length > 0) ? '* over the budget: the lowest level measured, not a score\n' : '';
+  return `${[line(header), ...rows.map(line)].join('\n')}\n${note}`;
 }
 
 const COLORS = ['#1b9e77', '#d95f02', '#7570b3', '#e7298a', '#66a61e', '#e6ab02', '#a6761d', '#666666'];
