@@ -82,7 +82,7 @@ const RATE_TICK_MS = 1;
 
 export class LoadLoop implements LoadGenerator {
   private target = 0;
-  private inFlight = 0;
+  private pending = 0;
   private next = 0;
   /**
    * Completions not yet taken, in the order they ended: end time (hrtime ns,
@@ -127,10 +127,15 @@ export class LoadLoop implements LoadGenerator {
     return new Promise((resolve) => this.sessions[0]!.request(resolve, true));
   }
 
+  /** Requests sent and not yet answered (after `drain`'s timeout: the ones that stalled). */
+  get inFlight(): number {
+    return this.pending;
+  }
+
   /** Keeps `concurrency` requests in flight from now on (more start at once; fewer as answers come back). */
   setConcurrency(concurrency: number): void {
     this.target = concurrency;
-    while (this.inFlight < this.target) this.send();
+    while (this.pending < this.target) this.send();
   }
 
   /**
@@ -211,7 +216,7 @@ export class LoadLoop implements LoadGenerator {
   async drain(timeoutMs: number): Promise<void> {
     this.target = 0;
     this.stopRate();
-    if (this.inFlight === 0) return;
+    if (this.pending === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, timeoutMs);
       this.drained = () => {
@@ -238,33 +243,33 @@ export class LoadLoop implements LoadGenerator {
   private send(startNs = process.hrtime.bigint()): void {
     const session = this.sessions[this.next]!;
     this.next = (this.next + 1) % this.sessions.length;
-    this.inFlight += 1;
+    this.pending += 1;
     session.request((outcome) => this.onAnswer(startNs, outcome));
   }
 
   private onAnswer(startNs: bigint, outcome: StreamOutcome): void {
-    this.inFlight -= 1;
+    this.pending -= 1;
     // A request answered before the window started (sent in the previous one) still counts where it ends, as perf_analyzer's do.
     if (outcome.endNs >= this.windowStartNs) {
       this.ends.push(Number(outcome.endNs));
       this.latencies.push(outcome.ok ? Number(outcome.endNs - startNs) / 1000 : 0);
       this.errorTexts.push(outcome.ok ? undefined : outcome.description);
     }
-    if (this.inFlight < this.target) {
+    if (this.pending < this.target) {
       // After an error, the next request waits a turn of the event loop: a lost
       // connection answers at once, and re-sending in the same microtask chain
       // would starve the timers that end the window.
       if (outcome.ok) this.send();
       else this.resendSoon();
-    } else if (this.inFlight === 0) this.drained?.();
+    } else if (this.pending === 0) this.drained?.();
   }
 
   private resendSoon(): void {
-    this.inFlight += 1;
+    this.pending += 1;
     setImmediate(() => {
-      this.inFlight -= 1;
-      if (this.inFlight < this.target) this.send();
-      else if (this.inFlight === 0) this.drained?.();
+      this.pending -= 1;
+      if (this.pending < this.target) this.send();
+      else if (this.pending === 0) this.drained?.();
     });
   }
 }
