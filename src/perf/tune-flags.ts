@@ -23,7 +23,8 @@ first, then each candidate of a grid of max_batch_size × preferred_batch_size �
 max_queue_delay_microseconds × instance_group count: it loads the candidate through the
 repository API with Triton's config override (the load's "config" parameter: the whole
 ModelConfig as JSON, the current config with those fields changed), measures it with
-hotpath perf's engine at 1, 2, 4, ... requests in flight until p99 passes the budget, a level
+hotpath perf's engine at 1, 2, 4, ... requests in flight until p99 passes the budget (a level
+over it whose windows did not agree is measured once more first, as one stall can make a p99), a level
 fails, throughput stops rising (under 5% more than the best level so far) or
 --max-concurrency is reached, and scores it by its highest throughput at a level within the
 budget. The best candidate is written as config.pbtxt (-o), with a table of every candidate

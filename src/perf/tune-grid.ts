@@ -7,7 +7,8 @@
  *
  * Concurrency search: a closed loop at 1, 2, 4, ... requests in flight, up
  * to --max-concurrency. It stops at the first level whose p99 is over the
- * budget or that saw errors, or whose throughput is less than
+ * budget (the command measures an unstable such level a second time and
+ * keeps that measurement) or that saw errors, or whose throughput is less than
  * PLATEAU_GAIN above the best so far (more in flight past that point only
  * queues). A candidate's score is its highest throughput at a level with
  * p99 ≤ budget and no errors; the pick is the candidate with the highest
