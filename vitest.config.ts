@@ -20,8 +20,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 //   warm-up, timers), so three overlap well on 2 cores.
 // - "timing": the e2e files whose assertions compare durations or resource
 //   figures against limits (refusal times, RSS after bursts, drain and load
-//   deadlines, slow connections, heap rise, queue delays, hotpath perf's
-//   client vs server counts over short windows). They run one at a time after the rest, as on a quiet machine.
+//   deadlines, slow connections, heap rise, queue delays, hotpath perf's and
+//   hotpath tune's client vs server counts over short windows). They run one at a time after the rest, as on a quiet machine.
 const e2e = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.test.ts`);
 
 /** Timing files quick enough for `npm test`. */
@@ -38,6 +38,7 @@ const SLOW_TIMING_E2E = e2e([
   'model-time-limits',
   'perf',
   'stream-backpressure',
+  'tune',
 ]);
 
 const TIMING_E2E = [...QUICK_TIMING_E2E, ...SLOW_TIMING_E2E];

@@ -140,6 +140,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'archive') return (await import('./datachecks/archive/archive-cli.js')).archiveCommand(rest);
   if (command === 'replay') return (await import('./datachecks/archive/replay-cli.js')).replayCommand(rest);
   if (command === 'perf') return (await import('./perf/perf-command.js')).perfCommand(rest);
+  if (command === 'tune') return (await import('./perf/tune-command.js')).tuneCommand(rest);
   if (command === 'drift-reference') return (await import('./datachecks/drift/drift-reference-cli.js')).driftReferenceCommand(rest);
   if (command === '--help' || command === '-h' || command === 'help') return printUsage();
   if (command === '--version') return printVersion();
@@ -151,7 +152,7 @@ async function main(argv: string[]): Promise<void> {
 
 /** The command whose options a usage error is about: a tool's, or serve's (also without a subcommand). */
 function commandOf(first: string | undefined): string {
-  return first === 'archive' || first === 'replay' || first === 'drift-reference' || first === 'perf' ? first : 'serve';
+  return first === 'archive' || first === 'replay' || first === 'drift-reference' || first === 'perf' || first === 'tune' ? first : 'serve';
 }
 
 // Runs only as the program itself: `node dist/src/cli.js`, or the `hotpath`

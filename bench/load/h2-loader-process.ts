@@ -1,27 +1,31 @@
 // The serve benchmark's load generator: one pre-encoded gRPC request body
 // (the length-prefixed ModelInfer bytes, encoded once by the suite) on N
 // streams kept in flight over one or a few HTTP/2 connections (closed loop).
-// No grpc-js and no protobuf on the hot path, so the client's CPU per request
-// stays small next to the server's on a machine they share. Two clients:
+// The loop itself is `hotpath perf`'s (src/perf/load-loop.ts, through
+// LoadLoop.over): this file only opens the connections, warms up, and
+// reports in the suite's terms. No grpc-js and no protobuf on the hot path,
+// so the client's CPU per request stays small next to the server's on a
+// machine they share. Two clients:
 //   raw         (default) pre-encoded HTTP/2 frames on a TCP socket
 //               (h2-raw-session.ts): a few µs of CPU per request;
 //   node-http2  node:http2's client: simpler, but it costs about as much CPU
 //               per request as the echo server (a stream object, listeners
 //               and an async resource each), which understates fast servers.
 //
-// Per request it records the round trip (hrtime, from sending the headers to
-// the trailers) and checks the HTTP status and grpc-status (trailers, or the
-// headers of a trailers-only answer). It warms up, says `ready` (with the
-// first response's message, which the suite checks and the echo contender
-// answers with), waits for `go`, measures, sends its latencies back and exits.
-// Everything is bounded: a request count cap, and requests still open
-// `stallMs` after the end count as errors.
+// Per request the loop records the round trip (hrtime, from sending the
+// headers to the trailers) and checks the HTTP status and grpc-status
+// (trailers, or the headers of a trailers-only answer). It warms up (one
+// probe request whose answer is the `ready` message's sample, then the
+// closed loop for warmupMs), says `ready`, waits for `go`, measures one
+// window of durationMs, sends its latencies back and exits. Everything is
+// bounded: requests still open `stallMs` after the window count as errors.
 import http2 from 'node:http2';
-import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { parentChannel } from './child-process.js';
 import { RawH2Session } from '../../src/perf/h2-raw-session.js';
 import { grpcMessages, GRPC_REQUEST_HEADERS } from '../../src/perf/grpc-frames.js';
+import { LoadLoop, type RequestSender } from '../../src/perf/load-loop.js';
 import type { LoaderConfig, LoaderResult, ToChild } from './messages.js';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
@@ -64,16 +68,10 @@ interface Outcome {
   readonly body: Buffer | undefined;
 }
 
-/** One connection of either client: sends the body once, calls back once. */
-interface Connection {
-  send(done: (outcome: Outcome) => void, capture: boolean): void;
-  close(): void;
-}
-
-function nodeConnection(session: http2.ClientHttp2Session, cfg: LoaderConfig, body: Buffer): Connection {
+function nodeConnection(session: http2.ClientHttp2Session, cfg: LoaderConfig, body: Buffer): RequestSender {
   const headers: http2.OutgoingHttpHeaders = { ':method': 'POST', ':path': cfg.path, ...GRPC_REQUEST_HEADERS };
   return {
-    send(done, capture) {
+    request(done: (outcome: Outcome) => void, capture = false) {
       let httpStatus = 0;
       let grpcStatus: string | undefined;
       let grpcMessage: string | undefined;
@@ -115,91 +113,9 @@ function nodeConnection(session: http2.ClientHttp2Session, cfg: LoaderConfig, bo
   };
 }
 
-async function connect(cfg: LoaderConfig, body: Buffer): Promise<Connection> {
+async function connect(cfg: LoaderConfig, body: Buffer): Promise<RequestSender> {
   if (cfg.client === 'node-http2') return nodeConnection(await connectNode(cfg.address), cfg, body);
-  const session = await RawH2Session.connect(cfg.address, cfg.path, GRPC_REQUEST_HEADERS, body);
-  return { send: (done, capture) => session.request(done, capture), close: () => session.close() };
-}
-
-/**
- * One closed-loop run over the connections: `concurrency` virtual clients,
- * each sending the next request when its last one ended. The callback is bound
- * once per client, not per request, to keep allocation off the hot path.
- */
-class ClosedLoop {
-  readonly latencies: Float64Array;
-  count = 0;
-  errors = 0;
-  readonly errorSamples = new Set<string>();
-  lastDoneMs = 0;
-  private sent = 0;
-  private inFlight = 0;
-  private stopAtMs = 0;
-  private finish: (() => void) | undefined;
-
-  constructor(
-    private readonly connections: readonly Connection[],
-    private readonly stallMs: number,
-    capacity: number,
-    /** Receives the first successful response's body (warm-up only). */
-    private capture?: (body: Buffer) => void,
-  ) {
-    this.latencies = new Float64Array(capacity);
-  }
-
-  run(concurrency: number, durationMs: number): Promise<void> {
-    this.stopAtMs = performance.now() + durationMs;
-    return new Promise((resolve) => {
-      this.finish = resolve;
-      const n = Math.min(concurrency, this.latencies.length);
-      if (n === 0) resolve();
-      for (let i = 0; i < n; i += 1) this.client(i).send();
-    });
-  }
-
-  /** Requests still open: counted as errors, and the run ends (after `stallMs`). */
-  abandon(): void {
-    if (this.inFlight === 0) return;
-    this.errors += this.inFlight;
-    this.errorSamples.add(`${this.inFlight} request(s) still open ${this.stallMs} ms after the end`);
-    this.inFlight = 0;
-    this.finish?.();
-  }
-
-  private client(index: number) {
-    const connection = this.connections[index % this.connections.length]!;
-    const client = {
-      startNs: 0n,
-      send: () => {
-        this.sent += 1;
-        this.inFlight += 1;
-        client.startNs = process.hrtime.bigint();
-        connection.send(client.done, this.capture !== undefined);
-      },
-      done: (outcome: Outcome) => this.done(client, outcome),
-    };
-    return client;
-  }
-
-  private done(client: { startNs: bigint; send: () => void }, outcome: Outcome): void {
-    if (this.inFlight === 0) return; // abandoned already
-    this.inFlight -= 1;
-    const now = performance.now();
-    this.lastDoneMs = now;
-    if (outcome.ok) {
-      if (this.count < this.latencies.length) this.latencies[this.count] = Number(outcome.endNs - client.startNs) / 1e6;
-      this.count += 1;
-      if (this.capture !== undefined && outcome.body !== undefined) {
-        this.capture(outcome.body);
-        this.capture = undefined;
-      }
-    } else {
-      this.errors += 1;
-      if (this.errorSamples.size < 5) this.errorSamples.add(outcome.description);
-    }
-    if (now < this.stopAtMs && this.sent < this.latencies.length) client.send();
-    else if (this.inFlight === 0) this.finish?.();
-  }
+  return RawH2Session.connect(cfg.address, cfg.path, GRPC_REQUEST_HEADERS, body);
 }
 
 /** grpc-message is percent-encoded; a malformed one is shown as sent. */
@@ -211,42 +127,46 @@ function unescapeMessage(message: string): string {
   }
 }
 
-async function runBounded(loop: ClosedLoop, cfg: LoaderConfig, durationMs: number): Promise<void> {
-  const stall = setTimeout(() => loop.abandon(), durationMs + cfg.stallMs);
-  try {
-    await loop.run(cfg.concurrency, durationMs);
-  } finally {
-    clearTimeout(stall);
-  }
-}
-
 async function main(cfg: LoaderConfig): Promise<void> {
   const body = Buffer.from(cfg.body.buffer, cfg.body.byteOffset, cfg.body.byteLength);
-  const connections = await Promise.all(Array.from({ length: Math.max(1, cfg.connections) }, () => connect(cfg, body)));
+  const senders = await Promise.all(Array.from({ length: Math.max(1, cfg.connections) }, () => connect(cfg, body)));
+  const loop = LoadLoop.over(senders);
 
-  let sample: Buffer | undefined;
-  const warmup = new ClosedLoop(connections, cfg.stallMs, cfg.maxRequests, (response) => {
-    sample = response;
-  });
-  await runBounded(warmup, cfg, cfg.warmupMs);
-  if (warmup.count === 0 || sample === undefined) {
-    throw new Error(`every warm-up request failed (${warmup.errors}): ${[...warmup.errorSamples].join('; ')}`);
-  }
-  const messages = grpcMessages(sample);
+  const probe = await loop.probe();
+  if (!probe.ok || probe.body === undefined) throw new Error(`the first request failed: ${probe.description}`);
+  const messages = grpcMessages(probe.body);
   if (messages.length !== 1) throw new Error(`a unary answer has ${messages.length} gRPC messages`);
+  loop.setConcurrency(cfg.concurrency);
+  await sleep(cfg.warmupMs);
+  // A cold server may answer nothing within warmupMs: the warm-up lasts until an answer came, or stallMs more.
+  let warmup = loop.takeWindow();
+  const giveUpAt = Date.now() + cfg.stallMs;
+  while (warmup.latenciesUs.length === 0 && warmup.errors === 0 && Date.now() < giveUpAt) {
+    await sleep(50);
+    warmup = loop.takeWindow();
+  }
+  if (warmup.latenciesUs.length === 0) {
+    throw new Error(`no warm-up request succeeded (${warmup.errors} failed): ${[...warmup.errorSamples.keys()].join('; ')}`);
+  }
   process.send!({ type: 'ready', info: new Uint8Array(messages[0]!) });
   await started;
 
-  const loop = new ClosedLoop(connections, cfg.stallMs, cfg.maxRequests);
-  const t0 = performance.now();
-  await runBounded(loop, cfg, cfg.durationMs);
+  loop.startWindow();
+  await sleep(cfg.durationMs);
+  const window = loop.takeWindow();
+  await loop.drain(cfg.stallMs);
+  const stalled = loop.inFlight;
+  const samples = [...window.errorSamples.keys()];
+  if (stalled > 0) samples.push(`${stalled} request(s) still open ${cfg.stallMs} ms after the end`);
+  // The loop keeps every latency of the window; maxRequests bounds what travels back to the suite.
+  const latenciesMs = window.latenciesUs.subarray(0, Math.min(window.latenciesUs.length, cfg.maxRequests)).map((us) => us / 1000);
   const result: LoaderResult = {
-    latenciesMs: loop.latencies.slice(0, Math.min(loop.count, loop.latencies.length)),
-    errors: loop.errors,
-    errorSamples: [...loop.errorSamples],
-    elapsedMs: Math.max(0, loop.lastDoneMs - t0),
+    latenciesMs,
+    errors: window.errors + stalled,
+    errorSamples: samples.slice(0, 5),
+    elapsedMs: window.elapsedMs,
     sampleResponse: new Uint8Array(messages[0]!),
   };
-  for (const connection of connections) connection.close();
+  loop.close();
   process.send!({ type: 'done', result }, () => process.exit(0));
 }

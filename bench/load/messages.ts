@@ -20,7 +20,7 @@ export interface LoaderConfig {
   readonly warmupMs: number;
   /** No new request after this. */
   readonly durationMs: number;
-  /** Hard cap on measured requests from this process. */
+  /** Cap on the latencies sent back to the suite (the measured window itself is bounded by time). */
   readonly maxRequests: number;
   /** A request still open this long after the measurement ends counts as an error. */
   readonly stallMs: number;
@@ -33,7 +33,7 @@ export interface LoaderResult {
   readonly errors: number;
   /** Up to 5 distinct error descriptions. */
   readonly errorSamples: readonly string[];
-  /** From `go` to the last answer. */
+  /** The measured window, from `go` to durationMs later (answers after it are not counted). */
   readonly elapsedMs: number;
   /** The gRPC message of the first warm-up response, for the suite to check (and echo). */
   readonly sampleResponse: Uint8Array;

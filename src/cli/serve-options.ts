@@ -128,6 +128,7 @@ export const SERVE_USAGE = `usage: hotpath serve --model-repository DIR [options
        hotpath replay --archive DIR --url HOST:PORT [options]   (hotpath replay --help)
        hotpath drift-reference --model-dir DIR --archive DIR|--csv FILE   (hotpath drift-reference --help)
        hotpath perf -m MODEL -u HOST:PORT [options]   (hotpath perf --help: load and latency, as perf_analyzer)
+       hotpath tune -m MODEL --p99-ms MS -u HOST:PORT [options]   (hotpath tune --help: batching settings, as Model Analyzer)
        hotpath --version | --help
 
 Boolean flags (BOOL) take --flag, --flag=true|false or --flag true|false (also 1|0|on|off).

@@ -1,8 +1,11 @@
 /**
- * `hotpath perf`'s load generator. Closed loop: `concurrency` requests in
+ * `hotpath perf`'s load generator (and the serve benchmark's, through
+ * `LoadLoop.over`). Closed loop: `concurrency` requests in
  * flight at all times, spread round-robin over `connections` raw HTTP/2
  * connections (h2-raw-session.ts: pre-encoded frames, no per-request
- * encoding), each answered request replaced at once by the next. Or open
+ * encoding), or over a pool of HTTP/1.1 connections for `-i http`
+ * (http1-pool.ts: the same pre-encoded idea, one request per connection at a
+ * time), each answered request replaced at once by the next. Or open
  * loop (`setRate`): requests leave on a schedule, constant gaps or Poisson
  * arrivals, whatever the answers do, and latency counts from each request's
  * scheduled time, so a sender or server that falls behind shows as latency
@@ -17,7 +20,8 @@
  */
 import type { ConnectionOptions } from 'node:tls';
 import { GRPC_REQUEST_HEADERS, MODEL_INFER_PATH } from './grpc-frames.js';
-import { RawH2Session, type StreamOutcome } from './h2-raw-session.js';
+import { RawH2Session, type StreamCallback, type StreamOutcome } from './h2-raw-session.js';
+import { Http1Pool, http1Request } from './http1-pool.js';
 
 /** What one window saw. */
 export interface WindowRecord {
@@ -33,11 +37,18 @@ export interface WindowRecord {
 }
 
 export interface LoadLoopOptions {
-  /** host:port of a gRPC server: plaintext, or TLS with `tls`. */
+  /** host:port of the server: plaintext, or TLS with `tls`. */
   readonly address: string;
+  /**
+   * gRPC: HTTP/2 connections the streams are spread over. HTTP: the
+   * connections opened first; the pool opens one more per request in flight
+   * beyond them (HTTP/1.1 carries one request at a time).
+   */
   readonly connections: number;
-  /** One length-prefixed ModelInfer request, sent as is by every request. */
+  /** gRPC: one length-prefixed ModelInfer request; HTTP: the infer body. Sent as is by every request. */
   readonly body: Uint8Array;
+  /** HTTP/REST instead of gRPC: the infer route and the body's JSON header length (binary tensor extension). */
+  readonly http?: { readonly path: string; readonly jsonLength: number };
   /** Extra request headers (e.g. authorization), sent with every request. */
   readonly headers?: Readonly<Record<string, string>>;
   /** TLS (roots, client certificate, server name); absent: plaintext. */
@@ -58,13 +69,20 @@ export interface LoadGenerator {
 
 export type RequestDistribution = 'constant' | 'poisson';
 
+/** What the loop sends on: an HTTP/2 connection, an HTTP/1.1 pool, or a benchmark's own client. */
+export interface RequestSender {
+  /** Sends the one request; `callback` runs once when it ends (also when the connection fails). */
+  request(callback: StreamCallback, capture?: boolean): void;
+  close(): void;
+}
+
 const MAX_ERROR_SAMPLES = 5;
 /** How often the open loop's scheduler wakes; each wake sends every request that is due. */
 const RATE_TICK_MS = 1;
 
 export class LoadLoop implements LoadGenerator {
   private target = 0;
-  private inFlight = 0;
+  private pending = 0;
   private next = 0;
   /**
    * Completions not yet taken, in the order they ended: end time (hrtime ns,
@@ -80,10 +98,14 @@ export class LoadLoop implements LoadGenerator {
   /** Open loop only: the scheduler (it keeps the next request's due time itself). */
   private rateTimer: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly sessions: readonly RawH2Session[]) {}
+  private constructor(private readonly sessions: readonly RequestSender[]) {}
 
-  /** Opens the connections (each waits for the server's SETTINGS ACK); sends nothing yet. */
+  /** Opens the connections (HTTP/2: each waits for the server's SETTINGS ACK); sends nothing yet. */
   static async open(options: LoadLoopOptions): Promise<LoadLoop> {
+    if (options.http !== undefined) {
+      const request = http1Request(options.address, options.http.path, options.headers ?? {}, options.body, options.http.jsonLength);
+      return new LoadLoop([await Http1Pool.open(options.address, request, options.connections, options.tls)]);
+    }
     const headers = { ...GRPC_REQUEST_HEADERS, ...options.headers };
     const sessions = await Promise.all(
       Array.from({ length: options.connections }, () => RawH2Session.connect(options.address, MODEL_INFER_PATH, headers, options.body, 10_000, options.tls)),
@@ -91,10 +113,29 @@ export class LoadLoop implements LoadGenerator {
     return new LoadLoop(sessions);
   }
 
+  /** A loop over senders the caller opened (the benchmark's clients); `close` closes them. */
+  static over(senders: readonly RequestSender[]): LoadLoop {
+    if (senders.length === 0) throw new Error('a load loop needs at least one sender');
+    return new LoadLoop(senders);
+  }
+
+  /**
+   * Sends one request outside the loop's accounting and resolves with how it
+   * ended, its body included (a benchmark checks the first answer this way).
+   */
+  probe(): Promise<StreamOutcome> {
+    return new Promise((resolve) => this.sessions[0]!.request(resolve, true));
+  }
+
+  /** Requests sent and not yet answered (after `drain`'s timeout: the ones that stalled). */
+  get inFlight(): number {
+    return this.pending;
+  }
+
   /** Keeps `concurrency` requests in flight from now on (more start at once; fewer as answers come back). */
   setConcurrency(concurrency: number): void {
     this.target = concurrency;
-    while (this.inFlight < this.target) this.send();
+    while (this.pending < this.target) this.send();
   }
 
   /**
@@ -175,7 +216,7 @@ export class LoadLoop implements LoadGenerator {
   async drain(timeoutMs: number): Promise<void> {
     this.target = 0;
     this.stopRate();
-    if (this.inFlight === 0) return;
+    if (this.pending === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, timeoutMs);
       this.drained = () => {
@@ -202,33 +243,33 @@ export class LoadLoop implements LoadGenerator {
   private send(startNs = process.hrtime.bigint()): void {
     const session = this.sessions[this.next]!;
     this.next = (this.next + 1) % this.sessions.length;
-    this.inFlight += 1;
+    this.pending += 1;
     session.request((outcome) => this.onAnswer(startNs, outcome));
   }
 
   private onAnswer(startNs: bigint, outcome: StreamOutcome): void {
-    this.inFlight -= 1;
+    this.pending -= 1;
     // A request answered before the window started (sent in the previous one) still counts where it ends, as perf_analyzer's do.
     if (outcome.endNs >= this.windowStartNs) {
       this.ends.push(Number(outcome.endNs));
       this.latencies.push(outcome.ok ? Number(outcome.endNs - startNs) / 1000 : 0);
       this.errorTexts.push(outcome.ok ? undefined : outcome.description);
     }
-    if (this.inFlight < this.target) {
+    if (this.pending < this.target) {
       // After an error, the next request waits a turn of the event loop: a lost
       // connection answers at once, and re-sending in the same microtask chain
       // would starve the timers that end the window.
       if (outcome.ok) this.send();
       else this.resendSoon();
-    } else if (this.inFlight === 0) this.drained?.();
+    } else if (this.pending === 0) this.drained?.();
   }
 
   private resendSoon(): void {
-    this.inFlight += 1;
+    this.pending += 1;
     setImmediate(() => {
-      this.inFlight -= 1;
-      if (this.inFlight < this.target) this.send();
-      else if (this.inFlight === 0) this.drained?.();
+      this.pending -= 1;
+      if (this.pending < this.target) this.send();
+      else if (this.pending === 0) this.drained?.();
     });
   }
 }

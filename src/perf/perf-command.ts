@@ -1,29 +1,24 @@
 /**
- * `hotpath perf`: perf_analyzer's job against any KServe V2 / Triton gRPC
- * server. Reads the model's metadata and config with the typed client,
- * builds one request (request-body.ts), then for each level runs the closed
- * loop, or the open loop at a request rate (load-loop.ts), window after window, bracketing each
- * window with ModelStatistics snapshots (server-stats.ts), until the last
- * three windows are stable or --max-trials is reached, and reports
- * (perf-report.ts).
+ * `hotpath perf`: perf_analyzer's job against any KServe V2 / Triton server,
+ * over gRPC or HTTP/REST. Reads the model's metadata and config
+ * (control-client.ts), builds one request (request-body.ts), then for each
+ * level runs the closed loop, or the open loop at a request rate
+ * (load-loop.ts), window after window, bracketing each window with
+ * ModelStatistics snapshots (measure.ts), until the last three windows are
+ * stable or --max-trials is reached, and reports (perf-report.ts).
  *
- * Main thread of its own process; the command owns the client and the
- * connections it opens and closes them before it returns.
+ * Main thread of its own process; the command owns the control client and
+ * the connections it opens and closes them before it returns.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient, type ClientOptions, type HotpathClient } from '../client/client.js';
+import { writeFileSync } from 'node:fs';
 import { UsageError } from '../common/flag-values.js';
-import { LoadLoop, type LoadLoopOptions, type LoadGenerator } from './load-loop.js';
-import { LoadProcesses } from './load-processes.js';
-import { parsePerfArgs, PERF_USAGE, type PerfSettings, type PerfTls } from './perf-flags.js';
-import { isStable, loadLabel, summarise, toCsv, toTable, type LevelResult, type Load, type Measurement } from './perf-report.js';
-import { buildRequestBody } from './request-body.js';
+import { createControlClient, type ControlClient } from './control-client.js';
+import type { LoadGenerator } from './load-loop.js';
+import { measureLevel, openLoad, prepareRequest, readInputData, readTlsFiles, type TlsFiles } from './measure.js';
+import { parsePerfArgs, PERF_USAGE, type PerfSettings } from './perf-flags.js';
+import { loadLabel, toCsv, toTable, type LevelResult } from './perf-report.js';
 import { plotFile } from './perf-plot.js';
-import { serverSplit, snapshot } from './server-stats.js';
-
-/** How long requests still in flight at the end of a level may take before they are abandoned. */
-const DRAIN_TIMEOUT_MS = 10_000;
+import type { InputData, RequestBody } from './request-body.js';
 
 /** Runs `hotpath perf ...`; sets process.exitCode (0, 1 or 2) rather than exiting. */
 export async function perfCommand(argv: string[], out: NodeJS.WritableStream = process.stdout): Promise<void> {
@@ -41,28 +36,29 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
     return;
   }
   let files: TlsFiles | undefined;
+  let data: InputData;
   try {
     files = settings.tls === undefined ? undefined : readTlsFiles(settings.tls);
+    data = readInputData(settings.inputData);
   } catch (err) {
     process.stderr.write(`hotpath perf: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = 2;
     return;
   }
-  const clientOptions: ClientOptions = {
-    ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
-    ...(files === undefined ? {} : {
-      tls: { rootCertificates: files.ca, certificateChain: files.cert, privateKey: files.key, serverName: settings.tls?.serverName },
-    }),
-  };
-  const client = createClient(files === undefined ? settings.url : `grpcs://${settings.url}`, clientOptions);
+  const control = createControlClient({
+    protocol: settings.protocol,
+    url: settings.url,
+    apiKey: settings.apiKey,
+    tls: files,
+  });
   let loop: LoadGenerator | undefined;
   const levels: LevelResult[] = [];
   try {
-    let prepared: Awaited<ReturnType<typeof prepare>>;
+    let prepared: RequestBody | string;
     try {
-      prepared = await prepare(client, settings);
+      prepared = await prepare(control, settings, data);
     } catch (err) {
-      // A --shape or -b that does not fit the model: a usage error, found once the model is known.
+      // A --shape, -b or data file that does not fit the model: a usage error, found once the model is known.
       if (!(err instanceof UsageError)) throw err;
       process.stderr.write(`hotpath perf: ${err.message}\n`);
       process.exitCode = 2;
@@ -73,23 +69,15 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
       process.exitCode = 1;
       return;
     }
-    const loadOptions: LoadLoopOptions = {
-      address: settings.url,
-      connections: settings.connections,
-      body: prepared.frame,
-      headers: settings.apiKey === undefined ? {} : { authorization: `Bearer ${settings.apiKey}` },
-      ...(files === undefined ? {} : {
-        tls: { ca: files.ca, cert: files.cert, key: files.key, ...(settings.tls?.serverName ? { servername: settings.tls.serverName } : {}) },
-      }),
-    };
-    loop = settings.loadProcesses === 1 ? await LoadLoop.open(loadOptions) : await LoadProcesses.open(loadOptions, settings.loadProcesses);
+    loop = await openLoad(settings, files, prepared, settings.connections, settings.loadProcesses);
     out.write(
-      `hotpath perf: model '${settings.model}'${settings.version ? ` version ${settings.version}` : ''} at ${settings.url}, ` +
-        `batch ${settings.batchSize}, inputs ${Object.entries(prepared.shapes).map(([name, shape]) => `${name}[${shape.join(',')}]`).join(' ')}, ` +
-        `${settings.connections} connection(s)${settings.loadProcesses > 1 ? ` from ${settings.loadProcesses} processes` : ''}, windows of ${settings.measurementIntervalMs} ms\n`,
+      `hotpath perf: model '${settings.model}'${settings.version ? ` version ${settings.version}` : ''} at ${settings.url} over ${settings.protocol}, ` +
+        `batch ${settings.batchSize}, inputs ${Object.entries(prepared.shapes).map(([name, shape]) => `${name}[${shape.join(',')}]`).join(' ')}` +
+        `${typeof data === 'object' ? ` from ${data.file}` : ''}, ` +
+        `${connectionsLabel(settings)}${settings.loadProcesses > 1 ? ` from ${settings.loadProcesses} processes` : ''}, windows of ${settings.measurementIntervalMs} ms\n`,
     );
     for (const load of settings.loads) {
-      const level = await measureLevel(client, loop, settings, load);
+      const level = await measureLevel(control, loop, settings, load);
       levels.push(level);
       out.write(`${loadLabel(load)}: ${level.inferencesPerSecond.toFixed(1)} infer/s, p99 ${(level.p99Us / 1000).toFixed(3)} ms` +
         `${level.errors > 0 ? `, ${level.errors} error(s)` : ''}${level.stable ? '' : ' (unstable)'}\n`);
@@ -109,77 +97,25 @@ export async function perfCommand(argv: string[], out: NodeJS.WritableStream = p
     process.exitCode = 1;
   } finally {
     loop?.close();
-    client.close();
+    control.close();
   }
 }
 
+/** gRPC multiplexes over a fixed set; HTTP/1.1 opens one more connection per request in flight. */
+function connectionsLabel(settings: PerfSettings): string {
+  return settings.protocol === 'grpc'
+    ? `${settings.connections} connection(s)`
+    : `${settings.connections}+ HTTP/1.1 connection(s) (one per request in flight)`;
+}
+
 /** The request to send, or why the model cannot be measured (unreachable server, unknown model). */
-async function prepare(client: HotpathClient, settings: PerfSettings): Promise<ReturnType<typeof buildRequestBody> | string> {
-  const versionOption = settings.version === '' ? {} : { version: settings.version };
+async function prepare(control: ControlClient, settings: PerfSettings, data: InputData): Promise<RequestBody | string> {
   try {
-    const [metadata, config] = await Promise.all([
-      client.metadata(settings.model, { ...versionOption, timeoutMs: 10_000 }),
-      client.config(settings.model, { ...versionOption, timeoutMs: 10_000 }),
-    ]);
-    return buildRequestBody(metadata, {
-      model: settings.model,
-      version: settings.version,
-      batchSize: settings.batchSize,
-      maxBatchSize: config.maxBatchSize,
-      shapes: settings.shapes,
-      data: settings.inputData,
-    });
+    return await prepareRequest(control, settings, data);
   } catch (err) {
     if (err instanceof UsageError) throw err;
     return `cannot measure model '${settings.model}' at ${settings.url}: ${err instanceof Error ? err.message : String(err)}`;
   }
-}
-
-/**
- * One level (concurrency or request rate): windows until the last three are stable or
- * --max-trials windows have run; the row summarises the last three. The
- * first window after a change of load counts like any other: the
- * stability rule discards a warming window on its own.
- */
-async function measureLevel(client: HotpathClient, loop: LoadGenerator, settings: PerfSettings, load: Load): Promise<LevelResult> {
-  if (load.kind === 'concurrency') loop.setConcurrency(load.value);
-  else loop.setRate(load.value, settings.distribution);
-  const windows: Measurement[] = [];
-  let stable = false;
-  while (windows.length < settings.maxTrials) {
-    const before = await snapshot(client, settings.model, settings.version);
-    // The window's edges sit right after the first ModelStatistics answer and right before the second call.
-    const startNs = process.hrtime.bigint();
-    loop.startWindow(startNs);
-    await sleep(settings.measurementIntervalMs);
-    const endNs = process.hrtime.bigint();
-    const after = await snapshot(client, settings.model, settings.version);
-    const record = await loop.takeWindow(endNs);
-    windows.push({ client: record, server: serverSplit(before, after) });
-    stable = isStable(windows.map((w) => w.client), settings.stabilityPercentage, settings.percentile);
-    if (stable) break;
-  }
-  await loop.drain(DRAIN_TIMEOUT_MS);
-  return summarise(load, settings.batchSize, windows.slice(-3), stable, windows.length);
-}
-
-interface TlsFiles {
-  readonly ca: Buffer | undefined;
-  readonly cert: Buffer | undefined;
-  readonly key: Buffer | undefined;
-}
-
-/** The PEM files, read once for both the client and the load connections; the error names the flag. */
-function readTlsFiles(options: PerfTls): TlsFiles {
-  const read = (flag: string, file: string | undefined): Buffer | undefined => {
-    if (file === undefined) return undefined;
-    try {
-      return readFileSync(file);
-    } catch (err) {
-      throw new UsageError(`${flag} ${file}: cannot read it (${err instanceof Error ? err.message : String(err)})`);
-    }
-  };
-  return { ca: read('--root-cert', options.rootCert), cert: read('--client-cert', options.clientCert), key: read('--client-key', options.clientKey) };
 }
 
 function jsonSettings(settings: PerfSettings): Record<string, unknown> {
@@ -187,6 +123,6 @@ function jsonSettings(settings: PerfSettings): Record<string, unknown> {
   return { ...rest, shapes: Object.fromEntries(shapes) };
 }
 
-function isUsageError(err: unknown): err is Error {
+export function isUsageError(err: unknown): err is Error {
   return err instanceof UsageError || (err instanceof Error && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
 }

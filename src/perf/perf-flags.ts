@@ -1,41 +1,50 @@
 /**
  * `hotpath perf`'s command line: perf_analyzer's flag names and defaults for
- * what this version does, and a clear refusal for what it does not do yet
- * (HTTP, open-loop rates, input files, TLS). Pure.
+ * what this version does, and a clear refusal for what it does not do
+ * (a --input-data directory, several data entries). The target flags
+ * (-i, -u, the API key and TLS) are shared with `hotpath tune`. Pure.
  */
 import { parseArgs } from 'node:util';
 import { integerFlag, numberFlag, UsageError } from '../common/flag-values.js';
-import type { InputData } from './request-body.js';
+import type { Protocol } from './control-client.js';
 import type { RequestDistribution } from './load-loop.js';
 import type { Load } from './perf-report.js';
 
-export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PORT] [-i grpc] [-b BATCH]
+export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PORT] [-i grpc|http] [-b BATCH]
                     [--concurrency-range START[:END[:STEP]] | --request-rate-range START[:END[:STEP]]
                      [--request-distribution constant|poisson]] [--connections N] [--load-processes N]
-                    [--input-data random|zero] [--shape NAME:DIMS]...
+                    [--input-data random|zero|FILE.json] [--shape NAME:DIMS]...
                     [--measurement-interval MS] [--stability-percentage P] [--max-trials N]
                     [--percentile P] [-f FILE.csv] [--json FILE] [--plot FILE.svg|html] [--api-key KEY]
                     [--tls] [--root-cert FILE] [--client-cert FILE --client-key FILE]
                     [--server-name NAME]
 
-Measures a model on any KServe V2 / Triton gRPC server, as perf_analyzer does: for each
+Measures a model on any KServe V2 / Triton server (gRPC or HTTP/REST), as perf_analyzer does: for each
 level, a closed loop keeps that many requests in flight (or an open loop sends that many
 requests a second) and measures windows until three in a row agree, then reports throughput,
 latency percentiles and the server's own split of the time (ModelStatistics).
 
   -m MODEL                    the model
   -x VERSION                  its version (default: the server's choice)
-  -u HOST:PORT                the server's gRPC address (default localhost:8001)
-  -i grpc                     the protocol; only grpc in this version (-i http is refused)
+  -u HOST:PORT                the server's address (default localhost:8001 for grpc, localhost:8000 for http)
+  -i grpc|http                the protocol (default grpc). http: the V2 REST infer route with the
+                              binary tensor extension (JSON header + raw bytes, outputs as binary),
+                              HTTP/1.1 keep-alive, one connection per request in flight; metadata,
+                              config and statistics over the REST routes too
   -b BATCH                    rows per request (default 1; the model must batch for more)
   --concurrency-range R       START[:END[:STEP]], requests in flight, closed loop (default 1; STEP 1)
   --request-rate-range R      START[:END[:STEP]], requests a second, open loop (STEP default 1);
                               latency counts from each request's scheduled time
   --request-distribution D    constant (default) or poisson arrivals, with --request-rate-range
-  --connections N             HTTP/2 connections the requests are spread over (default 4)
+  --connections N             gRPC: HTTP/2 connections the requests are spread over (default 4;
+                              against a server with several front-door threads, give at least 2 per
+                              thread). http: connections opened first (the pool grows with concurrency)
   --load-processes N          load-generator processes sharing the connections and the
                               concurrency (default 1: the generator runs in this process)
-  --input-data random|zero    the inputs' values (default random: floats in [0, 1), integers 0 or 1)
+  --input-data D              the inputs' values: random (default: floats in [0, 1), integers 0 or 1),
+                              zero, or a JSON file in perf_analyzer's layout with one entry,
+                              {"data":[{"IN":[...] | {"content":[...],"shape":[...]} | {"b64":"..."}}]},
+                              one batch element per input (repeated for -b)
   --shape NAME:DIMS           dims of an input with variable dims, without the batch dim (e.g. ids:16)
   --measurement-interval MS   one measurement window (default 5000)
   --stability-percentage P    windows agree when within ±P% of their mean (default 10)
@@ -56,12 +65,13 @@ where it used most of a core is marked CLIENT-BOUND. A level that does not stabi
 reported and marked UNSTABLE.
 Exit status: 0 when every request succeeded; 1 when any failed (they are counted and shown)
 or the server cannot be reached; 2 for a usage error.
-Not in this version: -i http, --input-data FILE.
+Not in this version: a --input-data directory, data files with several entries or sequences.
 `;
 
 export interface PerfSettings {
   readonly model: string;
   readonly version: string;
+  readonly protocol: Protocol;
   readonly url: string;
   readonly batchSize: number;
   /** The levels, in order: all concurrency (closed loop) or all request rates (open loop). */
@@ -69,7 +79,7 @@ export interface PerfSettings {
   readonly distribution: RequestDistribution;
   readonly connections: number;
   readonly loadProcesses: number;
-  readonly inputData: InputData;
+  readonly inputData: InputDataChoice;
   readonly shapes: ReadonlyMap<string, readonly number[]>;
   readonly measurementIntervalMs: number;
   readonly stabilityPercentage: number;
@@ -82,6 +92,9 @@ export interface PerfSettings {
   /** TLS file paths and server name; undefined: plaintext. */
   readonly tls: PerfTls | undefined;
 }
+
+/** --input-data: generated values, or a perf_analyzer JSON file (read by the command). */
+export type InputDataChoice = 'random' | 'zero' | { readonly file: string };
 
 export interface PerfTls {
   readonly rootCert: string | undefined;
@@ -99,8 +112,7 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
     options: {
       'model-name': { type: 'string', short: 'm' },
       'model-version': { type: 'string', short: 'x' },
-      url: { type: 'string', short: 'u' },
-      protocol: { type: 'string', short: 'i' },
+      ...TARGET_OPTIONS,
       'batch-size': { type: 'string', short: 'b' },
       'concurrency-range': { type: 'string' },
       'request-rate-range': { type: 'string' },
@@ -116,34 +128,19 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
       'latency-report-file': { type: 'string', short: 'f' },
       json: { type: 'string' },
       plot: { type: 'string' },
-      'api-key': { type: 'string' },
-      tls: { type: 'boolean' },
-      'root-cert': { type: 'string' },
-      'client-cert': { type: 'string' },
-      'client-key': { type: 'string' },
-      'server-name': { type: 'string' },
     },
   });
   const model = values['model-name'];
   if (model === undefined || model === '') throw new UsageError('-m: expected the model name');
-  const protocol = (values.protocol ?? 'grpc').toLowerCase();
-  if (protocol === 'http') throw new UsageError('-i http: not supported yet; this version of hotpath perf speaks gRPC only (-i grpc)');
-  if (protocol !== 'grpc') throw new UsageError(`-i: expected grpc, got '${values.protocol}'`);
-  const url = values.url ?? 'localhost:8001';
-  if (!/^[^:/\s]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$/.test(url)) throw new UsageError(`-u: expected HOST:PORT (plaintext gRPC), got '${url}'`);
-  const inputData = values['input-data'] ?? 'random';
-  if (inputData !== 'random' && inputData !== 'zero') {
-    throw new UsageError(`--input-data: expected random or zero (input files are not supported yet), got '${inputData}'`);
-  }
+  const { protocol, url, apiKey, tls } = readTarget(values, env);
+  const rawData = values['input-data'] ?? 'random';
+  // perf_analyzer's --input-data: random, zero, or a path (a JSON file here; its directory form is not supported).
+  const inputData: InputDataChoice = rawData === 'random' || rawData === 'zero' ? rawData : { file: rawData };
   const connections = integerFlag('--connections', values.connections ?? '4', 1, 1024);
   const loadProcesses = integerFlag('--load-processes', values['load-processes'] ?? '1', 1, 64);
   if (connections < loadProcesses) {
     throw new UsageError(`--load-processes ${loadProcesses}: expected at most --connections (${connections}); each process needs a connection`);
   }
-  if ((values['client-cert'] === undefined) !== (values['client-key'] === undefined)) {
-    throw new UsageError('--client-cert and --client-key: expected both (mutual TLS) or neither');
-  }
-  const secure = values.tls === true || ['root-cert', 'client-cert', 'server-name'].some((flag) => values[flag as 'root-cert'] !== undefined);
   if (values['concurrency-range'] !== undefined && values['request-rate-range'] !== undefined) {
     throw new UsageError('--concurrency-range and --request-rate-range: expected one of them (closed or open loop), got both');
   }
@@ -160,6 +157,7 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
   return {
     model,
     version: values['model-version'] ?? '',
+    protocol,
     url,
     batchSize: integerFlag('-b', values['batch-size'] ?? '1', 1, 1 << 20),
     loads,
@@ -175,6 +173,45 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
     csvFile: values['latency-report-file'],
     jsonFile: values.json,
     plotFile: values.plot,
+    apiKey,
+    tls,
+  };
+}
+
+/** The flags that say where the server is and how to reach it, shared by perf and tune. */
+export const TARGET_OPTIONS = {
+  url: { type: 'string', short: 'u' },
+  protocol: { type: 'string', short: 'i' },
+  'api-key': { type: 'string' },
+  tls: { type: 'boolean' },
+  'root-cert': { type: 'string' },
+  'client-cert': { type: 'string' },
+  'client-key': { type: 'string' },
+  'server-name': { type: 'string' },
+} as const;
+
+export interface Target {
+  readonly protocol: Protocol;
+  readonly url: string;
+  readonly apiKey: string | undefined;
+  readonly tls: PerfTls | undefined;
+}
+
+type TargetValues = { readonly [K in keyof typeof TARGET_OPTIONS]?: (typeof TARGET_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+
+/** -i, -u (default: Triton's port for the protocol, 8001 gRPC or 8000 HTTP), the API key and TLS. */
+export function readTarget(values: TargetValues, env: NodeJS.ProcessEnv): Target {
+  const protocol = (values.protocol ?? 'grpc').toLowerCase();
+  if (protocol !== 'grpc' && protocol !== 'http') throw new UsageError(`-i: expected grpc or http, got '${values.protocol}'`);
+  const url = values.url ?? (protocol === 'grpc' ? 'localhost:8001' : 'localhost:8000');
+  if (!/^[^:/\s]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$/.test(url)) throw new UsageError(`-u: expected HOST:PORT, got '${url}'`);
+  if ((values['client-cert'] === undefined) !== (values['client-key'] === undefined)) {
+    throw new UsageError('--client-cert and --client-key: expected both (mutual TLS) or neither');
+  }
+  const secure = values.tls === true || values['root-cert'] !== undefined || values['client-cert'] !== undefined || values['server-name'] !== undefined;
+  return {
+    protocol,
+    url,
     apiKey: values['api-key'] ?? env['HOTPATH_API_KEY'],
     tls: !secure ? undefined : {
       rootCert: values['root-cert'], clientCert: values['client-cert'], clientKey: values['client-key'], serverName: values['server-name'],
@@ -207,8 +244,8 @@ export function rateRange(raw: string): number[] {
   return levels;
 }
 
-/** `NAME:D1,D2,...` (perf_analyzer's --shape) per input. */
-function shapeFlags(raw: readonly string[]): Map<string, number[]> {
+/** `NAME:D1,D2,...` (perf_analyzer's --shape) per input; tune takes the same flag. */
+export function shapeFlags(raw: readonly string[]): Map<string, number[]> {
   const shapes = new Map<string, number[]>();
   for (const flag of raw) {
     const colon = flag.lastIndexOf(':');

@@ -1,9 +1,13 @@
 /**
- * The one ModelInfer request `hotpath perf` sends, built from the model's
+ * The one infer request `hotpath perf` sends, built from the model's
  * metadata: every input, with the batch size prepended where the model
- * batches, variable dims taken from `--shape`, and random or zero data.
- * Encoded once into a gRPC frame; the load generator sends those bytes as
- * they are (perf_analyzer also reuses one request's data).
+ * batches, variable dims taken from `--shape` (or the data file), and random,
+ * zero or the file's data (input-data-file.ts). Encoded once, both as a gRPC
+ * ModelInfer frame and as an HTTP/REST body in the binary tensor extension
+ * (a JSON header naming each input's `binary_data_size`, then the raw bytes;
+ * outputs asked for as binary too, so neither side spends time on JSON
+ * numbers); the load generator sends those bytes as they are
+ * (perf_analyzer also reuses one request's data).
  *
  * Pure apart from Math.random; safe in any thread.
  */
@@ -13,8 +17,10 @@ import type { ModelMetadata } from '../client/client.js';
 import { UsageError } from '../common/flag-values.js';
 import { isWireDatatype, wireTypeInfo } from '../tensor/wire-types.js';
 import { grpcFrame } from './grpc-frames.js';
+import { fileTensorBytes, type InputDataFile } from './input-data-file.js';
 
-export type InputData = 'random' | 'zero';
+/** random, zero, or a perf_analyzer data file's one entry. */
+export type InputData = 'random' | 'zero' | { readonly file: string; readonly tensors: InputDataFile };
 
 export interface RequestSpec {
   readonly model: string;
@@ -32,6 +38,8 @@ export interface RequestSpec {
 export interface RequestBody {
   /** One length-prefixed gRPC message. */
   readonly frame: Buffer;
+  /** The same request for the HTTP infer route: JSON header then the inputs' bytes. */
+  readonly http: { readonly path: string; readonly body: Buffer; readonly jsonLength: number };
   /** Each input's shape as sent, for the report. */
   readonly shapes: Readonly<Record<string, readonly number[]>>;
 }
@@ -50,11 +58,23 @@ export function buildRequestBody(metadata: ModelMetadata, spec: RequestSpec): Re
       throw new UsageError(`--shape ${name}: model '${spec.model}' has no input '${name}' (inputs: ${metadata.inputs.map((i) => i.name).join(', ')})`);
     }
   }
+  const file = typeof spec.data === 'object' ? spec.data : undefined;
+  if (file !== undefined) {
+    for (const name of file.tensors.keys()) {
+      if (!metadata.inputs.some((input) => input.name === name)) {
+        throw new UsageError(`--input-data ${file.file}: field 'data[0].${name}': model '${spec.model}' has no input '${name}' (inputs: ${metadata.inputs.map((i) => i.name).join(', ')})`);
+      }
+    }
+  }
   const shapes: Record<string, number[]> = {};
   const inputs = metadata.inputs.map((input) => {
     // The metadata's shape includes the batch dimension (-1) where the model batches.
     const dims = batching ? input.shape.slice(1) : input.shape;
-    const given = spec.shapes.get(input.name);
+    const fromFile = file?.tensors.get(input.name);
+    if (file !== undefined && fromFile === undefined) {
+      throw new UsageError(`--input-data ${file.file}: field 'data[0]' has no '${input.name}' (the model's inputs: ${metadata.inputs.map((i) => i.name).join(', ')})`);
+    }
+    const given = spec.shapes.get(input.name) ?? (fromFile?.kind === 'values' ? fromFile.shape : undefined);
     if (given !== undefined && given.length !== dims.length) {
       throw new UsageError(`--shape ${input.name}:${given.join(',')}: expected ${dims.length} dims (the model's [${dims.join(', ')}]${batching ? ', without the batch dimension' : ''})`);
     }
@@ -72,7 +92,10 @@ export function buildRequestBody(metadata: ModelMetadata, spec: RequestSpec): Re
     });
     const shape = batching ? [spec.batchSize, ...concrete] : concrete;
     shapes[input.name] = shape;
-    return { name: input.name, datatype: input.datatype, shape, bytes: inputBytes(input.name, input.datatype, shape, spec.data) };
+    const bytes = fromFile === undefined || file === undefined
+      ? inputBytes(input.name, input.datatype, shape, spec.data === 'zero' ? 'zero' : 'random')
+      : repeated(fileTensorBytes(fromFile, input.datatype, concrete.reduce((n, d) => n * d, 1), `--input-data ${file.file}: field 'data[0].${input.name}'`), batching ? spec.batchSize : 1);
+    return { name: input.name, datatype: input.datatype, shape, bytes };
   });
   const request = create(ModelInferRequestSchema, {
     modelName: spec.model,
@@ -80,7 +103,21 @@ export function buildRequestBody(metadata: ModelMetadata, spec: RequestSpec): Re
     inputs: inputs.map(({ name, datatype, shape }) => ({ name, datatype, shape: shape.map(BigInt) })),
     rawInputContents: inputs.map(({ bytes }) => bytes),
   });
-  return { frame: grpcFrame(toBinary(ModelInferRequestSchema, request)), shapes };
+  const header = Buffer.from(JSON.stringify({
+    inputs: inputs.map(({ name, datatype, shape, bytes }) => ({ name, datatype, shape, parameters: { binary_data_size: bytes.byteLength } })),
+    parameters: { binary_data_output: true },
+  }));
+  const path = `/v2/models/${encodeURIComponent(spec.model)}${spec.version === '' ? '' : `/versions/${encodeURIComponent(spec.version)}`}/infer`;
+  return {
+    frame: grpcFrame(toBinary(ModelInferRequestSchema, request)),
+    http: { path, body: Buffer.concat([header, ...inputs.map(({ bytes }) => bytes)]), jsonLength: header.length },
+    shapes,
+  };
+}
+
+/** A batch of `rows` copies of one element's bytes (perf_analyzer's -b with file data). */
+function repeated(element: Buffer, rows: number): Buffer {
+  return rows === 1 ? element : Buffer.concat(Array.from({ length: rows }, () => element));
 }
 
 /**
@@ -88,7 +125,7 @@ export function buildRequestBody(metadata: ModelMetadata, spec: RequestSpec): Re
  * [0, 1) and integers 0 or 1, so an integer input that indexes an embedding
  * table stays in range; BYTES elements are the 4-byte length-prefixed "perf".
  */
-function inputBytes(name: string, datatype: string, shape: readonly number[], data: InputData): Uint8Array {
+function inputBytes(name: string, datatype: string, shape: readonly number[], data: 'random' | 'zero'): Uint8Array {
   if (!isWireDatatype(datatype)) throw new UsageError(`input '${name}': datatype '${datatype}' cannot be generated`);
   const count = shape.reduce((product, dim) => product * dim, 1);
   if (datatype === 'BYTES') {

@@ -4,9 +4,9 @@
  * a window, and their difference as perf_analyzer reports it, the average
  * per successful request of queue, compute input, compute infer and compute
  * output time. Sums over the versions the statistics list (one, when a
- * version is given). Pure apart from the one call in `snapshot`.
+ * version is given), from the gRPC message or the HTTP route's JSON
+ * (`{model_stats: [...]}`, Triton's field names). Pure.
  */
-import type { HotpathClient } from '../client/client.js';
 import type { ModelStatistics, StatisticDuration } from '../generated/grpc_service_pb.js';
 
 export interface StatsSnapshot {
@@ -30,12 +30,6 @@ export interface ServerSplit {
   readonly computeOutputUs: number;
 }
 
-/** ModelStatistics for the model (and version, when given), summed. */
-export async function snapshot(client: HotpathClient, model: string, version: string): Promise<StatsSnapshot> {
-  const stats = await client.statistics(model, version === '' ? {} : { version });
-  return sumStatistics(stats);
-}
-
 export function sumStatistics(stats: readonly ModelStatistics[]): StatsSnapshot {
   let success = 0n, fail = 0n, queueNs = 0n, computeInputNs = 0n, computeInferNs = 0n, computeOutputNs = 0n;
   const ns = (d: StatisticDuration | undefined) => d?.ns ?? 0n;
@@ -47,6 +41,28 @@ export function sumStatistics(stats: readonly ModelStatistics[]): StatsSnapshot 
     computeInputNs += ns(s?.computeInput);
     computeInferNs += ns(s?.computeInfer);
     computeOutputNs += ns(s?.computeOutput);
+  }
+  return { success, fail, queueNs, computeInputNs, computeInferNs, computeOutputNs };
+}
+
+/**
+ * The HTTP statistics route's answer, summed like `sumStatistics`. Counts and
+ * nanoseconds may be JSON numbers (Triton) or strings (protobuf's JSON
+ * mapping of uint64); both are read exactly.
+ */
+export function serverStatsFromJson(json: unknown): StatsSnapshot {
+  const list = (json as { model_stats?: unknown } | null)?.model_stats;
+  if (!Array.isArray(list)) throw new Error(`the statistics answer has no model_stats list: ${JSON.stringify(json).slice(0, 200)}`);
+  const big = (value: unknown): bigint => (typeof value === 'number' || typeof value === 'string' ? BigInt(value) : 0n);
+  let success = 0n, fail = 0n, queueNs = 0n, computeInputNs = 0n, computeInferNs = 0n, computeOutputNs = 0n;
+  for (const version of list as { inference_stats?: Record<string, { count?: unknown; ns?: unknown } | undefined> }[]) {
+    const s = version.inference_stats ?? {};
+    success += big(s['success']?.count);
+    fail += big(s['fail']?.count);
+    queueNs += big(s['queue']?.ns);
+    computeInputNs += big(s['compute_input']?.ns);
+    computeInferNs += big(s['compute_infer']?.ns);
+    computeOutputNs += big(s['compute_output']?.ns);
   }
   return { success, fail, queueNs, computeInputNs, computeInferNs, computeOutputNs };
 }

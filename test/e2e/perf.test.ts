@@ -8,7 +8,9 @@
  * reaches a server that requires keys (on the raw connections too), TLS
  * works with --root-cert (in one process and in two), an unknown
  * model is named, --request-rate-range offers its rate (open loop) with
- * `Request Rate` first in the CSV, and -i http and a variable dim without --shape are usage
+ * `Request Rate` first in the CSV, -i http measures over the REST door (statistics
+ * over HTTP too) and counts its failures, --input-data FILE is sent (and a bad
+ * field is named), and a bad -i and a variable dim without --shape are usage
  * errors (exit 2).
  */
 import { spawn } from 'node:child_process';
@@ -151,10 +153,43 @@ describe('hotpath perf', () => {
     expect(run.stderr).toMatch(/^hotpath perf: cannot measure model 'nope' at 127\.0\.0\.1:\d+: .*model 'nope' is not found/);
   });
 
-  it('refuses -i http, and a variable dim without --shape, as usage errors (exit 2); --shape fills it', async () => {
-    const http = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '-i', 'http']);
-    expect(http.code).toBe(2);
-    expect(http.stderr).toMatch(/^hotpath perf: -i http: not supported yet; this version of hotpath perf speaks gRPC only \(-i grpc\)/);
+  it('-i http: measures over the REST door (binary tensors), agreeing with the server; failures are counted with their HTTP status', async () => {
+    const json = path.join(out, 'http.json');
+    const run = await perf(['-m', 'ident', '-i', 'http', '-u', `127.0.0.1:${served.server.httpPort}`, '-b', '2', '--concurrency-range', '3', ...SHORT, '--json', json, '-f', path.join(out, 'http.csv')]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/over http, batch 2, inputs INPUT0\[2,4\], 4\+ HTTP\/1\.1 connection\(s\)/);
+    expect((await readFile(path.join(out, 'http.csv'), 'utf8')).split('\n')[0]).toBe(PERF_ANALYZER_HEADER);
+    const [level] = (JSON.parse(await readFile(json, 'utf8')) as { levels: LevelResult[] }).levels;
+    expect(level!.errors).toBe(0);
+    expect(level!.clientRequests).toBeGreaterThan(0);
+    // Statistics over HTTP too: the server's count over the same windows.
+    expect(Math.abs(level!.clientRequests - level!.serverRequests)).toBeLessThanOrEqual(2 * 3 + 0.02 * level!.serverRequests);
+    expect(level!.computeInferUs).toBeGreaterThan(0);
+
+    const flaky = await perf(['-m', 'flaky', '-i', 'http', '-u', `127.0.0.1:${served.server.httpPort}`, '--concurrency-range', '2', ...SHORT]);
+    expect(flaky.code).toBe(1);
+    expect(flaky.stdout).toMatch(/concurrency 2: \d+ error\(s\): HTTP 500: \{"error":/);
+  });
+
+  it('--input-data FILE: sends the file\'s values; a field it cannot use is a usage error naming it (exit 2)', async () => {
+    const good = path.join(out, 'data.json');
+    await writeFile(good, JSON.stringify({ data: [{ INPUT0: { content: [1, 2, 3, 4], shape: [4] } }] }));
+    const run = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '-b', '3', '--input-data', good, ...SHORT]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`inputs INPUT0\\[3,4\\] from ${good.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    const bad = path.join(out, 'bad.json');
+    await writeFile(bad, JSON.stringify({ data: [{ INPUT0: [1, 2, 3] }] }));
+    const refused = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '--input-data', bad, ...SHORT]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe(`hotpath perf: --input-data ${bad}: field 'data[0].INPUT0': expected 4 values (the shape's), got 3\n`);
+  });
+
+  it('refuses a bad -i, and a variable dim without --shape, as usage errors (exit 2); --shape fills it', async () => {
+    const quic = await perf(['-m', 'ident', '-u', served.server.grpcAddress, '-i', 'quic']);
+    expect(quic.code).toBe(2);
+    expect(quic.stderr).toMatch(/^hotpath perf: -i: expected grpc or http, got 'quic'/);
     const ragged = await perf(['-m', 'ragged', '-u', served.server.grpcAddress, ...SHORT]);
     expect(ragged.code).toBe(2);
     expect(ragged.stderr).toMatch(/input 'INPUT0' has a variable dim \(shape \[-1\]\): give it with --shape INPUT0:DIMS/);

@@ -19,6 +19,14 @@ describe('parsePerfArgs', () => {
     expect(parsePerfArgs(['-m', 'ctr', '--tls'], {}).tls).toBeDefined();
   });
 
+  it('-i http defaults to Triton\'s HTTP port; --input-data takes a file path', () => {
+    expect(parsePerfArgs(['-m', 'ctr', '-i', 'http'], {})).toMatchObject({ protocol: 'http', url: 'localhost:8000' });
+    expect(parsePerfArgs(['-m', 'ctr', '-i', 'HTTP', '-u', 'h:9'], {})).toMatchObject({ protocol: 'http', url: 'h:9' });
+    expect(parsePerfArgs(['-m', 'ctr'], {})).toMatchObject({ protocol: 'grpc', url: 'localhost:8001' });
+    expect(parsePerfArgs(['-m', 'ctr', '--input-data', 'data.json'], {}).inputData).toEqual({ file: 'data.json' });
+    expect(parsePerfArgs(['-m', 'ctr', '--input-data', 'zero'], {}).inputData).toBe('zero');
+  });
+
   it('refuses what this version does not do, naming the flag', () => {
     const refusal = (argv: string[]) => {
       try {
@@ -29,8 +37,7 @@ describe('parsePerfArgs', () => {
       }
       throw new Error('expected a usage error');
     };
-    expect(refusal(['-m', 'ctr', '-i', 'http'])).toBe('-i http: not supported yet; this version of hotpath perf speaks gRPC only (-i grpc)');
-    expect(refusal(['-m', 'ctr', '--input-data', 'data.json'])).toMatch(/^--input-data: expected random or zero \(input files are not supported yet\)/);
+    expect(refusal(['-m', 'ctr', '-i', 'quic'])).toBe("-i: expected grpc or http, got 'quic'");
     expect(refusal(['-b', '2'])).toBe('-m: expected the model name');
     expect(refusal(['-m', 'ctr', '-u', 'grpcs://host:1'])).toMatch(/^-u: expected HOST:PORT/);
     expect(refusal(['-m', 'ctr', '--shape', 'ids'])).toMatch(/^--shape: expected NAME:DIMS/);
