@@ -14,7 +14,7 @@ import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { directRun, tempRepository } from './helpers/repositories.js';
 import { httpJson } from './helpers/probes.js';
-import { TritonClient, f32Bytes, type Message } from './helpers/triton-client.js';
+import { f32Bytes, type Message } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
 let served: ServedRepository;

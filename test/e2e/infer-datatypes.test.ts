@@ -9,7 +9,7 @@ import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { encodeBytesTensor } from '../../src/tensor/bytes-codec.js';
 import { tempRepository } from './helpers/repositories.js';
-import { TritonClient, type Message } from './helpers/triton-client.js';
+import { type Message } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
 let served: ServedRepository;

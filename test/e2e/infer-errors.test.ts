@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { tempRepository } from './helpers/repositories.js';
-import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
 let served: ServedRepository;

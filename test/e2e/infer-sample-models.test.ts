@@ -6,7 +6,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directRun, sampleRepository } from './helpers/repositories.js';
-import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
 let served: ServedRepository;

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { ctrVariant, tempRepository } from './helpers/repositories.js';
 import { httpGet, scrape } from './helpers/probes.js';
-import { f32Bytes, TritonClient, type Message } from './helpers/triton-client.js';
+import { f32Bytes, type Message } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
 let served: ServedRepository;

@@ -2,13 +2,11 @@
  * Every non-inference RPC of GRPCInferenceService and grpc.health.v1, plus the
  * HTTP health endpoints, against a real server process.
  */
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleRepository } from './helpers/repositories.js';
-import { TritonClient } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
 let served: ServedRepository;

@@ -13,7 +13,7 @@ import { writeModelFiles } from '../../models/lib/repository-writer.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { TensorProto_DataType } from '../../src/generated/onnx/onnx_pb.js';
 import { tempRepository } from './helpers/repositories.js';
-import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 
 let served: ServedRepository;
