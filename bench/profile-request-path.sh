@@ -50,7 +50,9 @@ to=$(monotonic_us); after=$(successes)
 kill -INT "$server"; wait "$server" || true
 trap - EXIT
 requests=$((after - before))
-profile=$(ls -t "$out"/*.cpuprofile | head -1)
+# Workers write profiles too (--cpu-prof applies to every thread): the main
+# thread's is the one whose thread id (the field after the pid) is 0.
+profile=$(ls "$out"/CPU.*."$server".0.*.cpuprofile | head -1)
 grep -E 'finished in|requests:|status codes' "$out/h2load.txt"
 echo "server successes in the window: $requests"
-node "$here/dist/bench/report/cpu-profile.js" "$profile" --requests "$requests" --from "$from" --to "$to"
+node "$here/dist/bench/report/cpu-profile.js" "$profile" --requests "$requests" --from "$from" --to "$to" --top "${HOTPATH_PROFILE_TOP:-40}"
