@@ -82,6 +82,8 @@ export interface TargetPoint {
   readonly server_successes?: number;
   /** hotpath only: h2load's requests (warm-up included, as the server counts them) that were not counted successes. */
   readonly uncounted?: number;
+  /** hotpath only: rows per execution over the run (ModelStatistics). */
+  readonly mean_batch?: number | null;
   /** hotpath only: the server main thread's CPU (user + system) over the run / server successes. */
   readonly main_thread_cpu_us_per_request?: number;
   /** hotpath only: the whole server process's CPU over the run / server successes. */
@@ -205,8 +207,10 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
       const after = await modelStatistics(stats, model!);
       const successes = after.successCount - before.stats.successCount;
       const perRequest = (t: number) => Math.round(((t / ticks) * 1e6 / successes) * 10) / 10;
+      const executions = after.executionCount - before.stats.executionCount;
       return {
         ...point, server_successes: successes,
+        mean_batch: executions > 0 ? Math.round(((after.inferenceCount - before.stats.inferenceCount) / executions) * 100) / 100 : null,
         // h2load leaves its warm-up out of `total`; the server counts those too, so successes >= total when all succeed.
         uncounted: Math.max(0, result.total - successes),
         main_thread_cpu_us_per_request: perRequest(main - before.main),
@@ -232,7 +236,7 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
         load1 ||= point.command;
         const cpu = point.echo_main_thread_cpu_us_per_request_approx !== undefined ? `, echo main thread ~${point.echo_main_thread_cpu_us_per_request_approx} µs/req` :
           point.main_thread_cpu_us_per_request === undefined ? '' :
-          `, server successes ${point.server_successes} (uncounted ${point.uncounted}), main thread ${point.main_thread_cpu_us_per_request} µs/req, process ${point.process_cpu_us_per_request} µs/req`;
+          `, server successes ${point.server_successes} (uncounted ${point.uncounted}), batch ${point.mean_batch}, main thread ${point.main_thread_cpu_us_per_request} µs/req, process ${point.process_cpu_us_per_request} µs/req`;
         context.log(`targets: round ${round} ${name} ${point.load}: ${point.requests_per_s.toFixed(0)} req/s, round trip ${point.round_trip_us} µs, failed ${point.h2load_failed}${cpu}`);
         points.push(point);
       }
@@ -284,7 +288,7 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
   for (const p of points) {
     table.push([`r${p.round} ${p.name} ${p.load}`, `${p.requests_per_s.toFixed(0)} req/s, rt ${p.round_trip_us} µs` +
       (p.echo_main_thread_cpu_us_per_request_approx === undefined ? '' : `, main ~${p.echo_main_thread_cpu_us_per_request_approx} µs/req`) +
-      (p.server_successes === undefined ? '' : `, ok ${p.server_successes}, main ${p.main_thread_cpu_us_per_request} µs/req, proc ${p.process_cpu_us_per_request} µs/req`)]);
+      (p.server_successes === undefined ? '' : `, ok ${p.server_successes}, batch ${p.mean_batch}, main ${p.main_thread_cpu_us_per_request} µs/req, proc ${p.process_cpu_us_per_request} µs/req`)]);
   }
   for (const name of Object.keys(TARGETS) as (keyof typeof TARGETS)[]) {
     const target: { min?: number; max?: number } = TARGETS[name];
