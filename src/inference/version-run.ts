@@ -49,13 +49,19 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
   /** The one path of numeric requests: statistics of the execution are recorded where the batch runs (VersionBatcher). */
   const runBatched = async (request: ModelInferRequest, batcher: VersionBatcher, context: RequestContext, elapsedNs: () => number) => {
     const prepared = prepareInference(request, version.signature, undefined, { copy: false });
-    const inputs = prepared.inputs.map((input) => {
+    // One pass over the inputs: the batcher's bytes and dims arrays, nothing else per input.
+    const count = prepared.inputs.length;
+    const bytes = new Array<Uint8Array>(count);
+    const dims = new Array<readonly number[]>(count);
+    for (let i = 0; i < count; i += 1) {
+      const input = prepared.inputs[i]!;
       if (isArenaPayload(input)) throw new Error('unexpected arena input before batching');
-      return { bytes: new Uint8Array(input.data.buffer, input.data.byteOffset, input.data.byteLength), dims: input.dims };
-    });
+      bytes[i] = new Uint8Array(input.data.buffer, input.data.byteOffset, input.data.byteLength);
+      dims[i] = input.dims;
+    }
     if (version.native !== undefined) {
       const byName = new Map(
-        version.signature.inputs.map((spec, i) => [spec.name, { bytes: inputs[i]!.bytes, datatype: spec.datatype }] as const),
+        version.signature.inputs.map((spec, i) => [spec.name, { bytes: bytes[i]!, datatype: spec.datatype }] as const),
       );
       const problem = version.native.checkIndices(byName);
       if (problem !== undefined) throw invalidArgument(`model '${version.modelName}': ${problem}`);
@@ -65,13 +71,14 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     try {
       rows = await batcher.infer({
         rows: prepared.batchSize,
-        inputs: inputs.map((input) => input.bytes),
-        dims: inputs.map((input) => input.dims),
-        ...prepared.scheduling,
+        inputs: bytes,
+        dims,
+        priority: prepared.scheduling.priority,
+        timeoutUs: prepared.scheduling.timeoutUs,
         deadlineMs: context.deadlineMs,
       });
     } catch (err) {
-      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, inputs, err);
+      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, bytes, err);
       throw err;
     }
     let response: ModelInferResponse;
@@ -211,10 +218,10 @@ function throwIfCancelledBefore(context: RequestContext, startedAtMs: number, ve
  * path; if everything fits now (memory was freed meanwhile), the batcher's own
  * refusal stands.
  */
-function quotaFailure(version: ModelVersion, inputs: readonly { bytes: Uint8Array }[], rejection: BatcherRejection): unknown {
+function quotaFailure(version: ModelVersion, inputs: readonly Uint8Array[], rejection: BatcherRejection): unknown {
   const placed: { release(): unknown }[] = [];
   try {
-    for (const input of inputs) placed.push(version.memory.allocInput(input.bytes.byteLength));
+    for (const input of inputs) placed.push(version.memory.allocInput(input.byteLength));
     return rejection;
   } catch (err) {
     return err;
