@@ -155,7 +155,11 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
   const points: TargetPoint[] = [];
   let load1 = '';
   try {
-    const server = await startServer(context.root, repository.dir, ['--intra-op-threads', String(INTRA_OP_THREADS), '--log-level', 'info'], 120_000);
+    // HOTPATH_BENCH_SERVER_ROOT: serve from another built checkout (a worktree of an older
+    // commit), so two builds are compared with the same suite, load and baselines.
+    const serverRoot = process.env['HOTPATH_BENCH_SERVER_ROOT'] ?? context.root;
+    if (serverRoot !== context.root) context.log(`targets: hotpath from ${serverRoot}`);
+    const server = await startServer(serverRoot, repository.dir, ['--intra-op-threads', String(INTRA_OP_THREADS), '--log-level', 'info'], 120_000);
     const stats = connect(server.address);
     await waitForReady(stats, 10_000);
     const ctrBody = body(CTR_SHAPE);
@@ -304,6 +308,7 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
       suite: 'targets', figures, targets: TARGETS, met: Object.fromEntries((Object.keys(TARGETS) as (keyof typeof TARGETS)[]).map((n) => [n, met(n)])),
       terms, points, raw: { ctr_mlp: rawCtr, ranker_mlp: rawRanker }, settings: { ...plan, intra_op_threads: INTRA_OP_THREADS, h2load: version },
       loadavg: readFileSync('/proc/loadavg', 'utf8').trim(),
+      server_root: process.env['HOTPATH_BENCH_SERVER_ROOT'] ?? context.root,
     },
     table,
   };
