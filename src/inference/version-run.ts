@@ -13,6 +13,7 @@ import { invalidArgument, ServingError } from '../common/serving-error.js';
 import { echo } from '../common/echo.js';
 import { epochMs } from '../common/epoch-ms.js';
 import type { VersionMetrics } from '../observability/metrics.js';
+import type { WorkerTiming } from '../observability/execution-stats.js';
 import { inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
 import { batcherOf, requestRows, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
 import { BatcherRejection } from '../native/batcher.js';
@@ -97,7 +98,14 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     } finally {
       rows.done();
     }
-    const timing = { ...rows.result.timing, queueNs: rows.batcherQueueNs + rows.result.timing.queueNs };
+    const ran = rows.result.timing;
+    // Written out, not spread: the four WorkerTiming fields, the queue including the batcher's.
+    const timing: WorkerTiming = {
+      queueNs: rows.batcherQueueNs + ran.queueNs,
+      computeInputNs: ran.computeInputNs,
+      computeInferNs: ran.computeInferNs,
+      computeOutputNs: ran.computeOutputNs,
+    };
     const totalNs = elapsedNs();
     version.statistics.recordSuccess(prepared.batchSize, totalNs, timing);
     metrics?.observeSuccess(totalNs / 1e6, timing);
