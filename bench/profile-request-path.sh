@@ -21,7 +21,9 @@ mkdir -p "$out"
 for tool in h2load curl python3; do command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }; done
 
 grpc_port=$((20000 + RANDOM % 20000)); http_port=$((grpc_port + 1))
-node "$here/dist/bench/load/write-request-body.js" "$model" "$out/body.bin"
+# A copy of a sample model under another name (ctr_mlp_nb, say) takes the
+# sample's request shape: HOTPATH_PROFILE_SHAPE=ctr_mlp.
+node "$here/dist/bench/load/write-request-body.js" "${HOTPATH_PROFILE_SHAPE:-$model}" "$out/body.bin" "$model"
 node --cpu-prof --cpu-prof-dir="$out" "$root/dist/src/cli.js" serve --model-repository "$root/models" \
   --grpc-port "$grpc_port" --http-port "$http_port" --allow-metrics=false >"$out/server.log" 2>&1 &
 server=$!
@@ -33,7 +35,8 @@ done
 curl -sf "http://127.0.0.1:$http_port/v2/health/ready" >/dev/null || { echo "server not ready; see $out/server.log" >&2; exit 1; }
 
 load() {
-  h2load -c 4 -m 16 -t 1 -D "$1" -d "$out/body.bin" \
+  # HOTPATH_PROFILE_LOAD overrides the load (e.g. "-c 1 -m 1" for the one-stream figure).
+  h2load ${HOTPATH_PROFILE_LOAD:--c 4 -m 16} -t 1 -D "$1" -d "$out/body.bin" \
     -H 'content-type: application/grpc' -H 'te: trailers' \
     "http://127.0.0.1:$grpc_port/inference.GRPCInferenceService/ModelInfer"
 }
@@ -50,7 +53,9 @@ to=$(monotonic_us); after=$(successes)
 kill -INT "$server"; wait "$server" || true
 trap - EXIT
 requests=$((after - before))
-profile=$(ls -t "$out"/*.cpuprofile | head -1)
+# Workers write profiles too (--cpu-prof applies to every thread): the main
+# thread's is the one whose thread id (the field after the pid) is 0.
+profile=$(ls "$out"/CPU.*."$server".0.*.cpuprofile | head -1)
 grep -E 'finished in|requests:|status codes' "$out/h2load.txt"
 echo "server successes in the window: $requests"
-node "$here/dist/bench/report/cpu-profile.js" "$profile" --requests "$requests" --from "$from" --to "$to"
+node "$here/dist/bench/report/cpu-profile.js" "$profile" --requests "$requests" --from "$from" --to "$to" --top "${HOTPATH_PROFILE_TOP:-40}"

@@ -73,6 +73,11 @@ export class Child {
     });
   }
 
+  /** The child's process id (for reading its CPU time from /proc). */
+  get pid(): number {
+    return this.process.pid!;
+  }
+
   send(message: ToChild): void {
     this.process.send(message);
   }

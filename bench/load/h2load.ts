@@ -53,7 +53,9 @@ export interface H2loadRun {
   readonly address: string;
   readonly path: string;
   readonly body: Uint8Array;
-  /** Streams on one connection (-c 1 -m N). */
+  /** Connections (-c), default 1. */
+  readonly connections?: number;
+  /** Streams per connection (-m). */
   readonly streams: number;
   readonly warmupS: number;
   readonly durationS: number;
@@ -62,7 +64,7 @@ export interface H2loadRun {
 /** The command line the suite runs (body file given). */
 export function h2loadArgs(run: H2loadRun, bodyFile: string): string[] {
   return [
-    '-c', '1', '-m', String(run.streams), '-t', '1',
+    '-c', String(run.connections ?? 1), '-m', String(run.streams), '-t', '1',
     '--warm-up-time', `${Math.round(run.warmupS * 1000)}ms`, '-D', `${Math.round(run.durationS * 1000)}ms`,
     '-d', bodyFile,
     ...Object.entries(GRPC_REQUEST_HEADERS).flatMap(([name, value]) => ['-H', `${name}: ${value}`]),

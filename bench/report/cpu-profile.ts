@@ -5,7 +5,7 @@
 // the run served, so two runs of different lengths compare directly.
 //
 //   node dist/bench/report/cpu-profile.js PROFILE.cpuprofile --requests N
-//        [--from US --to US] [--json]
+//        [--from US --to US] [--top N] [--json]
 //
 // --from/--to keep only the samples taken in that window, in the profile's own
 // clock (CLOCK_MONOTONIC in µs, as Python's time.monotonic() * 1e6 reads it),
@@ -35,6 +35,8 @@ export interface ProfileBreakdown {
   /** Fraction of the profile the thread was idle. */
   readonly idleShare: number;
   readonly profileMs: number;
+  /** Self time per function (name, file:line, category), µs per request, largest first. */
+  readonly functions: readonly { readonly fn: string; readonly category: string; readonly us: number }[];
 }
 
 /** The category of a frame: where its code lives. */
@@ -60,6 +62,7 @@ export function categoryOf(functionName: string, url: string): string {
 export function breakdown(profile: CpuProfile, requests: number, window?: { readonly fromUs: number; readonly toUs: number }): ProfileBreakdown {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const totals = new Map<string, number>();
+  const perFunction = new Map<string, { category: string; us: number }>();
   let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     const node = byId.get(id);
@@ -68,6 +71,14 @@ export function breakdown(profile: CpuProfile, requests: number, window?: { read
     if (window !== undefined && (at < window.fromUs || at > window.toUs)) return;
     const category = node === undefined ? 'other' : categoryOf(node.callFrame.functionName, node.callFrame.url);
     totals.set(category, (totals.get(category) ?? 0) + us);
+    if (node !== undefined && category !== 'idle') {
+      const frame = node.callFrame as ProfileNode['callFrame'] & { readonly lineNumber?: number };
+      const where = frame.url === '' ? '' : ` ${frame.url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${(frame.lineNumber ?? -1) + 1}`;
+      const key = `${frame.functionName || '(anonymous)'}${where}`;
+      const entry = perFunction.get(key) ?? { category, us: 0 };
+      entry.us += us;
+      perFunction.set(key, entry);
+    }
   });
   const idle = totals.get('idle') ?? 0;
   totals.delete('idle');
@@ -80,6 +91,9 @@ export function breakdown(profile: CpuProfile, requests: number, window?: { read
     busyUsPerRequest: perRequestUs.reduce((sum, row) => sum + row.us, 0),
     idleShare: all === 0 ? 0 : idle / all,
     profileMs: window === undefined ? (profile.endTime - profile.startTime) / 1000 : (window.toUs - window.fromUs) / 1000,
+    functions: [...perFunction.entries()]
+      .map(([fn, { category, us }]) => ({ fn, category, us: us / Math.max(1, requests) }))
+      .sort((a, b) => b.us - a.us),
   };
 }
 
@@ -88,7 +102,7 @@ function main(argv: readonly string[]): void {
   const requestsAt = argv.indexOf('--requests');
   const requests = requestsAt < 0 ? Number.NaN : Number(argv[requestsAt + 1]);
   if (file === undefined || !Number.isSafeInteger(requests) || requests <= 0) {
-    console.error('usage: cpu-profile PROFILE.cpuprofile --requests N [--from US --to US] [--json]');
+    console.error('usage: cpu-profile PROFILE.cpuprofile --requests N [--from US --to US] [--top N] [--json]');
     process.exit(2);
   }
   const flag = (name: string) => {
@@ -106,6 +120,11 @@ function main(argv: readonly string[]): void {
   console.log(`${requests} requests, profile ${result.profileMs.toFixed(0)} ms, idle ${(result.idleShare * 100).toFixed(1)}%`);
   console.log(`main thread busy per request: ${result.busyUsPerRequest.toFixed(1)} µs`);
   for (const row of result.perRequestUs) if (row.us >= 0.05) console.log(`  ${row.us.toFixed(2).padStart(7)} µs  ${row.category}`);
+  const top = flag('--top') ?? 0;
+  if (top > 0) {
+    console.log(`top ${top} functions by self time, µs per request:`);
+    for (const row of result.functions.slice(0, top)) console.log(`  ${row.us.toFixed(2).padStart(7)} µs  ${row.fn}  [${row.category}]`);
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) main(process.argv.slice(2));

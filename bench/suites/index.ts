@@ -8,5 +8,6 @@ import { patrolSuite } from './patrol.js';
 import { routesSuite } from './routes.js';
 import { serveSuite } from './serve.js';
 import type { BenchSuite } from './suite.js';
+import { targetsSuite } from './targets.js';
 
-export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite, gpuSuite, routesSuite, datachecksSuite].map((suite) => [suite.name, suite]));
+export const suites: ReadonlyMap<string, BenchSuite> = new Map([arenaSuite, serveSuite, patrolSuite, gpuSuite, routesSuite, datachecksSuite, targetsSuite].map((suite) => [suite.name, suite]));

@@ -295,7 +295,7 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
       });
     } catch (err) {
       // An accepted request that was dropped still answers in its place.
-      if (err instanceof BatcherRejection && err.sequence !== undefined) await this.order?.turn(err.sequence);
+      if (err instanceof BatcherRejection && err.sequence !== undefined && this.order !== undefined) await this.order.turn(err.sequence);
       throw err;
     }
     // Each request of a batch gets the batch's Execution from the handler that took it (no lookup).
@@ -307,10 +307,11 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
       result = await execution.result;
     } catch (err) {
       done();
-      await this.order?.turn(slice.sequence);
+      if (this.order !== undefined) await this.order.turn(slice.sequence);
       throw err;
     }
-    await this.order?.turn(slice.sequence);
+    // Only a model that preserves ordering waits its turn; `await undefined` would still cost a microtask.
+    if (this.order !== undefined) await this.order.turn(slice.sequence);
     return { result, rowOffset: slice.rowOffset, rows: slice.rows, batcherQueueNs: slice.queueNs, whole: this.unbatched, done };
   }
 

@@ -21,20 +21,19 @@ export function buildInferResponse(
   produced: readonly TensorPayload[],
   batched: boolean,
 ): ModelInferResponse {
-  const byName = new Map(produced.map((tensor) => [tensor.name, tensor]));
   const response = create(ModelInferResponseSchema, {
     modelName: request.modelName,
     modelVersion: version,
     id: request.id,
   });
   for (const spec of outputs) {
-    const tensor = byName.get(spec.name);
+    const tensor = producedNamed(produced, spec.name);
     if (tensor === undefined) throw internal(`model did not produce output '${spec.name}'`);
     response.outputs.push({
       $typeName: 'inference.ModelInferResponse.InferOutputTensor',
       name: spec.name,
       datatype: spec.datatype,
-      shape: externalDims(spec, tensor.dims, batched).map((dim) => BigInt(dim)),
+      shape: bigintDims(spec.reshape === undefined ? tensor.dims : externalDims(spec, tensor.dims, batched)),
       parameters: {},
     });
     response.rawOutputContents.push(
@@ -44,9 +43,21 @@ export function buildInferResponse(
   return response;
 }
 
+/** The tensor called `name` (a model has a handful of outputs: a scan, no Map per response). */
+function producedNamed(produced: readonly TensorPayload[], name: string): TensorPayload | undefined {
+  for (const tensor of produced) if (tensor.name === name) return tensor;
+  return undefined;
+}
+
+function bigintDims(dims: readonly number[]): bigint[] {
+  const out = new Array<bigint>(dims.length);
+  for (let i = 0; i < dims.length; i += 1) out[i] = BigInt(dims[i]!);
+  return out;
+}
+
 /** The shape clients see: the config dims (undoing `reshape`), with the batch dim kept. */
-function externalDims(spec: TensorSpec, modelDims: readonly number[], batched: boolean): number[] {
-  if (spec.reshape === undefined) return [...modelDims];
+function externalDims(spec: TensorSpec, modelDims: readonly number[], batched: boolean): readonly number[] {
+  if (spec.reshape === undefined) return modelDims;
   const rows = batched ? (modelDims[0] ?? 1) : 1;
   const count = elementCount(modelDims);
   const perRow = rows === 0 ? 0 : count / rows;

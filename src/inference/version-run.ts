@@ -13,6 +13,7 @@ import { invalidArgument, ServingError } from '../common/serving-error.js';
 import { echo } from '../common/echo.js';
 import { epochMs } from '../common/epoch-ms.js';
 import type { VersionMetrics } from '../observability/metrics.js';
+import type { WorkerTiming } from '../observability/execution-stats.js';
 import { inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
 import { batcherOf, requestRows, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
 import { BatcherRejection } from '../native/batcher.js';
@@ -49,13 +50,19 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
   /** The one path of numeric requests: statistics of the execution are recorded where the batch runs (VersionBatcher). */
   const runBatched = async (request: ModelInferRequest, batcher: VersionBatcher, context: RequestContext, elapsedNs: () => number) => {
     const prepared = prepareInference(request, version.signature, undefined, { copy: false });
-    const inputs = prepared.inputs.map((input) => {
+    // One pass over the inputs: the batcher's bytes and dims arrays, nothing else per input.
+    const count = prepared.inputs.length;
+    const bytes = new Array<Uint8Array>(count);
+    const dims = new Array<readonly number[]>(count);
+    for (let i = 0; i < count; i += 1) {
+      const input = prepared.inputs[i]!;
       if (isArenaPayload(input)) throw new Error('unexpected arena input before batching');
-      return { bytes: new Uint8Array(input.data.buffer, input.data.byteOffset, input.data.byteLength), dims: input.dims };
-    });
+      bytes[i] = new Uint8Array(input.data.buffer, input.data.byteOffset, input.data.byteLength);
+      dims[i] = input.dims;
+    }
     if (version.native !== undefined) {
       const byName = new Map(
-        version.signature.inputs.map((spec, i) => [spec.name, { bytes: inputs[i]!.bytes, datatype: spec.datatype }] as const),
+        version.signature.inputs.map((spec, i) => [spec.name, { bytes: bytes[i]!, datatype: spec.datatype }] as const),
       );
       const problem = version.native.checkIndices(byName);
       if (problem !== undefined) throw invalidArgument(`model '${version.modelName}': ${problem}`);
@@ -65,13 +72,14 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     try {
       rows = await batcher.infer({
         rows: prepared.batchSize,
-        inputs: inputs.map((input) => input.bytes),
-        dims: inputs.map((input) => input.dims),
-        ...prepared.scheduling,
+        inputs: bytes,
+        dims,
+        priority: prepared.scheduling.priority,
+        timeoutUs: prepared.scheduling.timeoutUs,
         deadlineMs: context.deadlineMs,
       });
     } catch (err) {
-      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, inputs, err);
+      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, bytes, err);
       throw err;
     }
     let response: ModelInferResponse;
@@ -90,7 +98,14 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     } finally {
       rows.done();
     }
-    const timing = { ...rows.result.timing, queueNs: rows.batcherQueueNs + rows.result.timing.queueNs };
+    const ran = rows.result.timing;
+    // Written out, not spread: the four WorkerTiming fields, the queue including the batcher's.
+    const timing: WorkerTiming = {
+      queueNs: rows.batcherQueueNs + ran.queueNs,
+      computeInputNs: ran.computeInputNs,
+      computeInferNs: ran.computeInferNs,
+      computeOutputNs: ran.computeOutputNs,
+    };
     const totalNs = elapsedNs();
     version.statistics.recordSuccess(prepared.batchSize, totalNs, timing);
     metrics?.observeSuccess(totalNs / 1e6, timing);
@@ -211,10 +226,10 @@ function throwIfCancelledBefore(context: RequestContext, startedAtMs: number, ve
  * path; if everything fits now (memory was freed meanwhile), the batcher's own
  * refusal stands.
  */
-function quotaFailure(version: ModelVersion, inputs: readonly { bytes: Uint8Array }[], rejection: BatcherRejection): unknown {
+function quotaFailure(version: ModelVersion, inputs: readonly Uint8Array[], rejection: BatcherRejection): unknown {
   const placed: { release(): unknown }[] = [];
   try {
-    for (const input of inputs) placed.push(version.memory.allocInput(input.bytes.byteLength));
+    for (const input of inputs) placed.push(version.memory.allocInput(input.byteLength));
     return rejection;
   } catch (err) {
     return err;

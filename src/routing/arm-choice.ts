@@ -172,14 +172,25 @@ export function requestView(
   headers: Readonly<Record<string, string | readonly string[] | undefined>>,
   peer?: string | (() => string | undefined),
 ): RequestView {
-  return {
-    header(name: string): string | undefined {
-      const value = headers[name];
-      return typeof value === 'string' ? value : value?.[0];
-    },
-    // A function is called when a route asks for the address (most requests never do).
-    get peer() {
-      return typeof peer === 'function' ? peer() : peer;
-    },
-  };
+  return new HeadersView(headers, peer);
+}
+
+// A class, not an object literal with a getter: a literal's accessor gives
+// every object its own accessor pair and map, which made building a view
+// cost microseconds per request (most of which never ask for the peer).
+class HeadersView implements RequestView {
+  constructor(
+    private readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>,
+    private readonly peerOf: string | (() => string | undefined) | undefined,
+  ) {}
+
+  header(name: string): string | undefined {
+    const value = this.headers[name];
+    return typeof value === 'string' ? value : value?.[0];
+  }
+
+  // A function is called when a route asks for the address (most requests never do).
+  get peer(): string | undefined {
+    return typeof this.peerOf === 'function' ? this.peerOf() : this.peerOf;
+  }
 }

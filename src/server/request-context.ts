@@ -19,15 +19,25 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
 
 export function requestContextFrom(metadata: Metadata, deadline?: Date | number): RequestContext {
+  return { requestId: requestIdOf(metadata), traceId: traceIdOf(metadata), deadlineMs: deadlineMsOf(deadline) };
+}
+
+/** The caller's `x-request-id` when it is a valid one, else a generated one. */
+export function requestIdOf(metadata: Metadata): string {
   const given = firstString(metadata, REQUEST_ID_HEADER);
-  const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+  return given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** The trace id of the call's `traceparent`, when it has a valid one. */
+export function traceIdOf(metadata: Metadata): string | undefined {
   const traceparent = firstString(metadata, TRACEPARENT_HEADER);
+  return traceparent === undefined ? undefined : parseTraceparent(traceparent);
+}
+
+/** A grpc-js deadline as epoch ms; undefined for none (Infinity). */
+export function deadlineMsOf(deadline: Date | number | undefined): number | undefined {
   const deadlineMs = deadline === undefined ? Infinity : deadline instanceof Date ? deadline.getTime() : deadline;
-  return {
-    requestId,
-    traceId: traceparent === undefined ? undefined : parseTraceparent(traceparent),
-    deadlineMs: Number.isFinite(deadlineMs) ? deadlineMs : undefined,
-  };
+  return Number.isFinite(deadlineMs) ? deadlineMs : undefined;
 }
 
 /** The trace id of a W3C traceparent, or undefined when it is malformed. */

@@ -80,6 +80,8 @@ const MAX_PRIORITY_LEVEL = 0xffff_ffff;
  * parameter, the expected form and what was sent.
  */
 export function schedulingParameters(parameters: Record<string, InferParameter>): SchedulingParameters {
+  // Most requests carry no parameter at all: nothing to check, the defaults.
+  if (isEmpty(parameters)) return DEFAULT_SCHEDULING;
   checkChoice(parameters, 'sequence_id', ['int64Param', 'uint64Param', 'stringParam'], 'an int64_param, uint64_param or string_param');
   checkChoice(parameters, 'sequence_start', ['boolParam'], 'a bool_param');
   checkChoice(parameters, 'sequence_end', ['boolParam'], 'a bool_param');
@@ -90,6 +92,15 @@ export function schedulingParameters(parameters: Record<string, InferParameter>)
     // Beyond 2^53 µs (285 years) a timeout is as good as none; the batcher caps it anyway.
     timeoutUs: timeoutUs > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(timeoutUs),
   };
+}
+
+const NONE_MISSING: readonly TensorSpec[] = Object.freeze([]);
+
+const DEFAULT_SCHEDULING: SchedulingParameters = Object.freeze({ priority: 0, timeoutUs: 0 });
+
+function isEmpty(record: Record<string, unknown>): boolean {
+  for (const _ in record) return false;
+  return true;
 }
 
 type ParameterCase = NonNullable<InferParameter['parameterChoice']['case']>;
@@ -144,20 +155,24 @@ function prepareInto(
       `raw_input_contents has ${request.rawInputContents.length} entries but the request has ${request.inputs.length} inputs; expected one entry per input`,
     );
   }
-  const seen = new Set<string>();
+  // Duplicates are looked for only among several inputs (a model's usual one cannot repeat).
+  const seen = request.inputs.length > 1 ? new Set<string>() : undefined;
   let batchSize: number | undefined;
   const inputs: InputPayload[] = [];
   const transfer: ArrayBuffer[] = [];
 
-  request.inputs.forEach((input, index) => {
+  for (let index = 0; index < request.inputs.length; index += 1) {
+    const input = request.inputs[index]!;
     const spec = signature.inputsByName.get(input.name);
     if (spec === undefined) {
       throw invalidArgument(
         `unknown input ${echo(input.name)} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
       );
     }
-    if (seen.has(input.name)) throw invalidArgument(`input ${echo(input.name)} is given more than once`);
-    seen.add(input.name);
+    if (seen !== undefined) {
+      if (seen.has(input.name)) throw invalidArgument(`input ${echo(input.name)} is given more than once`);
+      seen.add(input.name);
+    }
     if (input.datatype !== spec.datatype) {
       throw invalidArgument(`input '${spec.name}': expected datatype ${spec.datatype}, got ${echoField(input.datatype) || '(empty)'}`);
     }
@@ -179,9 +194,14 @@ function prepareInto(
       inputs.push(payload);
       if (payload.data.byteLength > 0) transfer.push(payload.data.buffer as ArrayBuffer);
     }
-  });
+  }
 
-  const missing = signature.inputs.filter((spec) => !seen.has(spec.name));
+  const only = request.inputs.length === 1 ? request.inputs[0]!.name : undefined;
+  const missing = seen !== undefined
+    ? signature.inputs.filter((spec) => !seen.has(spec.name))
+    : signature.inputs.length === 1 && signature.inputs[0]!.name === only
+      ? NONE_MISSING
+      : signature.inputs.filter((spec) => spec.name !== only);
   if (missing.length > 0) {
     throw invalidArgument(
       `missing input${missing.length > 1 ? 's' : ''} ${missing.map((s) => `'${s.name}'`).join(', ')} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
@@ -216,7 +236,7 @@ export function stringParameter(parameters: Record<string, InferParameter>, key:
 
 function checkedShape(input: ModelInferRequest_InferInputTensor, spec: TensorSpec, signature: ModelSignature): number[] {
   const shape = requestShape(spec.name, input.shape);
-  const configShape = externalShape(signature, spec);
+  const configShape = expectedShapeOf(signature, spec);
   // A scalar the config writes Triton's way (dims [1], reshape { shape: [] }):
   // a Triton client sends the dims, a V2 client the scalar itself; both mean one element.
   const scalarShape = isScalarReshape(spec) ? (signature.maxBatchSize > 0 ? [-1] : []) : undefined;
@@ -241,6 +261,21 @@ function checkedShape(input: ModelInferRequest_InferInputTensor, spec: TensorSpe
     throw invalidArgument(`input '${spec.name}': shape ${formatShape(shape)} is too large (more than ${Number.MAX_SAFE_INTEGER} elements)`);
   }
   return shape;
+}
+
+// externalShape per tensor spec, made once: a spec belongs to one loaded
+// signature, and both forms are kept in case a spec object is shared between
+// a batching and a non-batching signature (tests, golden checks). Never mutated.
+const expectedShapes = new WeakMap<TensorSpec, { batched?: readonly number[]; unbatched?: readonly number[] }>();
+
+function expectedShapeOf(signature: ModelSignature, spec: TensorSpec): readonly number[] {
+  let entry = expectedShapes.get(spec);
+  if (entry === undefined) {
+    entry = {};
+    expectedShapes.set(spec, entry);
+  }
+  if (signature.maxBatchSize > 0) return (entry.batched ??= Object.freeze(externalShape(signature, spec)));
+  return (entry.unbatched ??= Object.freeze(externalShape(signature, spec)));
 }
 
 /**
@@ -396,8 +431,9 @@ function typedValuesToArray(name: string, datatype: WireDatatype, values: readon
   return array;
 }
 
-function requestedOutputs(request: ModelInferRequest, signature: ModelSignature): TensorSpec[] {
-  if (request.outputs.length === 0) return [...signature.outputs];
+function requestedOutputs(request: ModelInferRequest, signature: ModelSignature): readonly TensorSpec[] {
+  // All of them, in the signature's order: the signature's own (read-only) list.
+  if (request.outputs.length === 0) return signature.outputs;
   const seen = new Set<string>();
   return request.outputs.map((output) => {
     const spec = signature.outputsByName.get(output.name);

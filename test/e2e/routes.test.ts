@@ -254,6 +254,20 @@ describe('arm choice', () => {
     }
   });
 
+  it('hashes the peer address over gRPC when there is neither a key nor x-forwarded-for', async () => {
+    // The gRPC door's view parses the peer only when a route reads it; this client's peer is 127.0.0.1.
+    const arms = [weightedArm('a', 50), weightedArm('b', 50)];
+    const expected = arms[rendezvous(arms, '127.0.0.1')]!.name;
+    for (let i = 0; i < 3; i++) {
+      const result = await call('by_address');
+      expect(result.modelName).toBe('by_address');
+      expect(result.parameters['hotpath_arm']).toBe(expected);
+    }
+    // x-forwarded-for's first entry wins over the peer, as over REST.
+    const forwarded = arms[rendezvous(arms, '203.0.113.7')]!.name;
+    expect((await call('by_address', { 'x-forwarded-for': '203.0.113.7, 10.0.0.1' })).parameters['hotpath_arm']).toBe(forwarded);
+  });
+
   it('routes REST and stream requests by header as gRPC unary ones', async () => {
     const { status: code, json } = await restInfer('scorer', { 'x-model-stage': 'canary' });
     expect(code).toBe(200);

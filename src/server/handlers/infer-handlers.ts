@@ -8,6 +8,7 @@
  * admitted and then ends with OK.
  */
 import type {
+  Metadata,
   sendUnaryData,
   ServerDuplexStream,
   ServerUnaryCall,
@@ -16,10 +17,10 @@ import type {
 import type { ModelInferRequest, ModelInferResponse, ModelStreamInferResponse } from '../../generated/grpc_service_pb.js';
 import { toServiceError } from '../../common/serving-error.js';
 import type { InferContext, InferencePath } from '../../inference/infer-context.js';
-import { requestContextFrom, trailersFor, watchCancellation } from '../request-context.js';
+import { deadlineMsOf, requestIdOf, traceIdOf, trailersFor, watchCancellation } from '../request-context.js';
 import { serveModelStream } from './model-stream-infer.js';
-import { callerOf, metadataHeaders } from '../admission.js';
-import { peerAddress } from '../../routing/arm-choice.js';
+import { callerOf } from '../admission.js';
+import { peerAddress, type RequestView } from '../../routing/arm-choice.js';
 
 /** `runner`: the request path (with routes in front when --routes is given). */
 export function inferHandlers(runner: InferencePath): UntypedServiceImplementation {
@@ -55,21 +56,34 @@ export function inferHandlers(runner: InferencePath): UntypedServiceImplementati
 /**
  * A call's request context and the caller admission.ts admitted for it
  * (callerOf throws for a call that skipped admission: a bug, answered INTERNAL),
- * with its metadata and peer for a route's arm choice.
+ * with its metadata and peer for a route's arm choice. One object per call,
+ * built in one literal (no spread of an intermediate); the view is one small
+ * object whose lookups run only when a route reads them.
  */
 function contextOf(
   call: ServerUnaryCall<ModelInferRequest, ModelInferResponse> | ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>,
 ): InferContext {
+  const metadata = call.metadata;
   return {
-    ...requestContextFrom(call.metadata, call.getDeadline()),
+    requestId: requestIdOf(metadata),
+    traceId: traceIdOf(metadata),
+    deadlineMs: deadlineMsOf(call.getDeadline()),
     cancelledAtMs: watchCancellation(call),
     caller: callerOf(call),
-    // Read only by a route's arm choice: the peer is parsed when a route asks for it.
-    view: {
-      header: metadataHeaders(call.metadata),
-      get peer() {
-        return peerAddress(call.getPeer());
-      },
-    },
+    view: new CallView(call),
   };
+}
+
+/** A grpc-js call as a route's arm choice reads it: metadata by name, the peer parsed on first read. */
+class CallView implements RequestView {
+  constructor(private readonly call: { readonly metadata: Metadata; getPeer(): string }) {}
+
+  header(name: string): string | undefined {
+    const value = this.call.metadata.get(name)[0];
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  get peer(): string | undefined {
+    return peerAddress(this.call.getPeer());
+  }
 }

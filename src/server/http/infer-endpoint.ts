@@ -55,7 +55,11 @@ export class InferEndpoint {
       const decoded = decodeInferRequest(modelName, modelVersion, whole ? EMPTY : body, headerLength, root);
       // The headers and the peer choose a route's arm (src/inference/routing).
       const view = requestView(request.headers, () => peerAddress(request.socket.remoteAddress ?? ''));
-      const answer = await this.runner.infer(decoded.request, { ...context, caller, view }, METHOD);
+      const answer = await this.runner.infer(
+        decoded.request,
+        { requestId: context.requestId, traceId: context.traceId, deadlineMs: context.deadlineMs, cancelledAtMs: context.cancelledAtMs, caller, view },
+        METHOD,
+      );
       const { json, binary } = encodeInferResponse(answer, decoded.outputs);
       // As Triton: the header and octet-stream only when binary bytes follow the JSON.
       if (binary.some((part) => part.byteLength > 0)) {
@@ -103,5 +107,6 @@ function httpRequestContext(request: IncomingMessage, response: ServerResponse):
   response.once('close', () => {
     if (!response.writableFinished) cancelledAtMs = epochMs();
   });
-  return { ...requestContextFrom(metadata), cancelledAtMs: () => cancelledAtMs };
+  const { requestId, traceId, deadlineMs } = requestContextFrom(metadata);
+  return { requestId, traceId, deadlineMs, cancelledAtMs: () => cancelledAtMs };
 }
