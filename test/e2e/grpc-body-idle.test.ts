@@ -3,15 +3,21 @@
  * a call whose request stops arriving part way is ended DEADLINE_EXCEEDED,
  * then its stream reset NO_ERROR, within --body-idle-timeout (1 s here) plus
  * slack, and the connection's other calls are served as before. A stream
- * that waits between two whole requests is not ended.
+ * that waits between two whole requests is not ended. A call refused at
+ * admission whose client keeps its half of the stream open is reset after
+ * the same time.
  *
  * A real server process and a raw HTTP/2 client (node:http2, gRPC framing by
  * hand), so the test can stop a message at any byte, which no gRPC library
  * would do.
  */
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import http2 from 'node:http2';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
+import { keyHash } from '../../src/security/api-keys.js';
 import { inferRequestBytes, MODEL_INFER } from './helpers/raw-grpc.js';
 import { tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
@@ -171,5 +177,53 @@ describe('gRPC body-idle timeout', () => {
     expect(rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
     expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
     expect(await normalInfer()).toBe('0');
+  });
+});
+
+describe('gRPC body-idle timeout after the call was answered', () => {
+  let keyed: ServedRepository;
+  let keyedSession: http2.ClientHttp2Session;
+
+  beforeAll(async () => {
+    // One tenant with a key, so that --require-api-key has keys to require; the test's call has none.
+    const secrets = await mkdtemp(path.join(os.tmpdir(), 'hotpath-body-idle-'));
+    const tenantsFile = path.join(secrets, 'tenants.json');
+    await writeFile(tenantsFile, JSON.stringify({ tenants: { ads: { quota: '256MiB', keys: [keyHash('ads-key-0123456789abcdef')] } } }));
+    keyed = await serveRepository(
+      tempRepository((dir) => writeIdentityModel(dir, { name: 'identity', dtype: 'FP32', maxBatchSize: 0, withConfig: true, dims: [-1] })),
+      ['--body-idle-timeout', String(TIMEOUT_MS), '--tenants-file', tenantsFile, '--require-api-key'],
+    );
+    keyedSession = http2.connect(`http://${keyed.server.grpcAddress}`);
+    await new Promise<void>((resolve, reject) => {
+      keyedSession.once('connect', () => resolve());
+      keyedSession.once('error', reject);
+    });
+  });
+
+  afterAll(async () => {
+    keyedSession?.close();
+    await keyed?.close();
+  });
+
+  it('a keyless call is refused at once; a client that then keeps its half open is reset after the timeout', async () => {
+    const started = performance.now();
+    const stream = keyedSession.request({ ':method': 'POST', ':path': MODEL_INFER, 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => {});
+    const refused = new Promise<{ status: string | undefined; ms: number }>((resolve) =>
+      stream.once('response', (headers) => resolve({ status: headers['grpc-status'] as string | undefined, ms: performance.now() - started })),
+    );
+    const closed = new Promise<{ rstCode: number | undefined; ms: number }>((resolve) =>
+      stream.once('close', () => resolve({ rstCode: stream.rstCode, ms: performance.now() - started })),
+    );
+    stream.write(framed(inferMessage(1024)).subarray(0, 100));
+    stream.resume();
+    const answer = await refused;
+    expect(answer.status).toBe('16'); // UNAUTHENTICATED
+    expect(answer.ms).toBeLessThan(TIMEOUT_MS);
+    const end = await closed;
+    expect(end.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(end.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(end.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    expect(keyedSession.closed || keyedSession.destroyed).toBe(false);
   });
 });
