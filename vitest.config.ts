@@ -32,6 +32,7 @@ const SLOW_TIMING_E2E = e2e([
   'bounded-decoding',
   'connection-caps',
   'grpc-admission-before-message',
+  'grpc-body-idle',
   'http-budgets',
   'leak-patrol',
   'memory-trim',

@@ -7,10 +7,12 @@
 // The trim never runs on the event loop: the JS side only reports what it
 // accounts for, on an unref'd timer, and reads the statistics. Once a burst
 // is over it also asks V8 for one full collection (idle-gc.ts): the burst's
-// Buffers are garbage but stay allocated until collected.
+// Buffers are garbage but stay allocated until collected. And when memory
+// is freed after the last trim, it asks for one more (trim-recheck.ts).
 //
 // Main thread only; one trimmer per process.
 import { IdleGc } from './idle-gc.js';
+import { TrimRecheck } from './trim-recheck.js';
 import { nativeAddon, type LoadedAddon } from './loader.js';
 import { unwrapNative } from './native-error.js';
 import { exportsOf, memoryTrimmerExports, type MemoryTrimmerBinding, type RawTrimmerStats } from './process-binding-types.js';
@@ -35,6 +37,9 @@ export interface MemoryTrimmerOptions {
 
 export type MemoryTrimmerStats = RawTrimmerStats;
 
+/** Reports without a trim before trim-recheck.ts may ask for one (15 s at the default 5 s interval). */
+const RECHECK_TICKS = 3;
+
 const DEFAULTS = { minExcessBytes: 64 * 1024 * 1024, excessRatio: 0.5, minGrowthBytes: 32 * 1024 * 1024 } as const;
 
 function bindingOf(addon: LoadedAddon): MemoryTrimmerBinding {
@@ -58,10 +63,13 @@ export class MemoryTrimmer {
     minExcessBytes: number,
     onTrim: ((stats: MemoryTrimmerStats) => void) | undefined,
     onIdle: (() => void) | undefined,
+    minGrowthBytes: number,
   ) {
     binding.memoryTrimmerReport(accountedBytes());
     // Garbage Buffers of a burst are freed only by a collection (idle-gc.ts).
     const idleGc = new IdleGc({ minExcessBytes: minExcessBytes, minGapMs: Math.max(10_000, 5 * intervalMs) });
+    // Memory freed after the last trim does not raise RSS, so the native policy alone would never trim it.
+    const recheck = new TrimRecheck({ minGrowthBytes, everyTicks: RECHECK_TICKS });
     // Reports at the trimmer's own pace; unref'd so it never keeps the process alive.
     this.timer = setInterval(() => {
       if (idleGc.observe(accountedBytes(), onIdle)) {
@@ -72,11 +80,13 @@ export class MemoryTrimmer {
         return;
       }
       binding.memoryTrimmerReport(accountedBytes());
-      const stats = onTrim === undefined ? null : binding.memoryTrimmerStats();
-      if (stats !== null && stats.trims > this.trimsSeen) {
+      const stats = binding.memoryTrimmerStats();
+      if (stats === null) return;
+      if (stats.trims > this.trimsSeen) {
         this.trimsSeen = stats.trims;
         onTrim?.(stats);
       }
+      if (recheck.observe(process.memoryUsage.rss(), stats.trims, stats.lastRssBytes)) binding.memoryTrimmerRequest();
     }, intervalMs);
     this.timer.unref();
   }
@@ -99,7 +109,7 @@ export class MemoryTrimmer {
       minGrowthBytes: options.minGrowthBytes ?? DEFAULTS.minGrowthBytes,
     };
     unwrapNative(binding.memoryTrimmerStart(raw), 'memoryTrimmerStart', MemoryTrimmer.start);
-    return new MemoryTrimmer(binding, options.intervalMs, raw.minExcessBytes, options.onTrim, options.onIdle);
+    return new MemoryTrimmer(binding, options.intervalMs, raw.minExcessBytes, options.onTrim, options.onIdle, raw.minGrowthBytes);
   }
 
   /** Checks, trims and bytes given back so far; null once stopped. */

@@ -15,7 +15,7 @@ const HELP: Readonly<Record<(typeof FLAGS)[number], string>> = {
   'max-connections': 'open connections of the gRPC, HTTP and metrics ports together; more are closed at once (default 0 = the descriptor limit, ulimit -n, less a quarter kept for files and threads: 768 at 1024)',
   'max-connections-per-peer': "open connections of one IP address (default 0 = a quarter of --max-connections); behind a proxy every client has the proxy's address",
   'header-timeout': `a new connection must send its request headers (HTTP) or its HTTP/2 preface (gRPC) within MS ms (default ${DOOR_LIMIT_DEFAULTS.headerTimeoutMs})`,
-  'body-idle-timeout': `an HTTP request body that sends no byte for MS ms is answered 408 and its connection closed (default ${DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs}; 0 = no limit)`,
+  'body-idle-timeout': `both doors: an HTTP request body that sends no byte for MS ms is answered 408 and its connection closed; a gRPC request message that stops part way for MS ms is answered DEADLINE_EXCEEDED and its stream reset (default ${DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs}; 0 = no limit)`,
   'grpc-ignore-idle-stream-frames': "drop frames a client sends on a gRPC stream it never opened (the Python client's transport resets calls cancelled at once that way, which otherwise ends the whole connection); plaintext gRPC only; costs throughput (default false)",
 };
 

@@ -18,8 +18,11 @@
  *   proxy's address: raise the per-peer cap to the total there.
  * - Header timeout (`--header-timeout`): a new connection must send its
  *   request headers (HTTP) or its HTTP/2 preface (gRPC) within this.
- * - Body idle timeout (`--body-idle-timeout`): an HTTP request body that
- *   stops arriving for this long is answered 408 and the connection closed.
+ * - Body idle timeout (`--body-idle-timeout`), both doors: an HTTP request
+ *   body that stops arriving for this long is answered 408 and the
+ *   connection closed (server/http/body-reader.ts); a gRPC request message
+ *   that stops part way is answered DEADLINE_EXCEEDED and its stream reset
+ *   (server/grpc-body-idle.ts).
  * - Idle-stream frames (`--grpc-ignore-idle-stream-frames`): tolerance for
  *   grpc-core clients whose cancellations would otherwise cost the connection.
  *
@@ -38,7 +41,7 @@ export interface DoorLimits {
   readonly maxConnectionsPerPeer?: number | undefined;
   /** `--header-timeout`: ms a new connection has to send its request headers (HTTP) or HTTP/2 preface (gRPC). */
   readonly headerTimeoutMs?: number | undefined;
-  /** `--body-idle-timeout`: ms an HTTP request body may go without a byte. */
+  /** `--body-idle-timeout`: ms an HTTP request body, or a gRPC request message part way through, may go without a byte. */
   readonly bodyIdleTimeoutMs?: number | undefined;
   /**
    * `--grpc-ignore-idle-stream-frames`: drop the frames a client sends on a

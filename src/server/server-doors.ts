@@ -38,6 +38,7 @@ import type { HealthProbes } from './http/health-endpoints.js';
 import { createRestHttpServer } from './http/rest-server.js';
 import { ConnectionGate } from './connection-gate.js';
 import { GrpcListener } from './grpc-listener.js';
+import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
 import { GrpcAdmission } from './admission.js';
 import type { ServerOptions } from './server-options.js';
 
@@ -116,7 +117,11 @@ export class ServerDoors {
       // Streams per connection, idle and age limits, keepalive (--grpc-max-concurrent-streams...).
       ...grpcConnectionOptions(options.connections),
       // Admission runs before grpc-js reads a call's message; bound late (the gate and limits are built below).
-      interceptors: [(descriptor, call) => this.grpcAdmission.interceptor(descriptor, call)],
+      // The body-idle watch comes first: it must be given grpc-js's base call (server/grpc-body-idle.ts).
+      interceptors: [
+        ...grpcBodyIdleInterceptors(options.doors?.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs, options.logger),
+        (descriptor, call) => this.grpcAdmission.interceptor(descriptor, call),
+      ],
     });
     this.connectionGate = new ConnectionGate(
       connectionCaps(options.doors ?? {}),

@@ -26,4 +26,15 @@ describe('IdleGc', () => {
     const idle = new IdleGc({ minExcessBytes: 64 * MiB, minGapMs: 0 });
     for (let t = 0; t < 10; t++) expect(idle.observe((40 + t) * MiB, undefined, t * 1000)).toBe(false);
   });
+
+  it('collects twice when it acts: once at once, once on the next turn (finalizer-freed Buffers)', async () => {
+    let passes = 0;
+    const idle = new IdleGc({ minExcessBytes: 64 * MiB, minGapMs: 0, collect: () => (passes += 1) });
+    idle.observe(40 * MiB, undefined, 0);
+    expect(idle.observe(500 * MiB, undefined, 1000)).toBe(false); // rising
+    expect(idle.observe(500 * MiB, undefined, 2000)).toBe(true);
+    expect(passes).toBe(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(passes).toBe(2);
+  });
 });
