@@ -19,7 +19,10 @@
 // posting thread, which releases its share. Nothing ever touches the gone
 // environment's memory: a door holds its own state, and the table holds the
 // door by shared_ptr, so a Post racing a close sees a closed door, not a
-// freed one.
+// freed one. Its requests still queued stay in their batches (a batcher
+// cannot take back a request whose bytes are copied in) and run with them;
+// their answers are dropped as above, so other doors' requests in the same
+// batch are answered as usual.
 //
 // Thread-safety: DoorTable's members may be called from any thread;
 // `mutex_` guards the map only and is never held while posting (Post copies
