@@ -33,6 +33,9 @@
         'native/batcher/policy.cc',
         'native/batcher/types.cc',
         'native/batcher/execution_target.cc',
+        'native/batcher/batch_dispatch.cc',
+        'native/batcher/batcher_registry.cc',
+        'native/batcher/doors.cc',
         # native/executor without its CUDA sources (.cu, cublas_loader.cc,
         # detail/cuda_status.cc): MakeCudaDevice comes from the stub.
         'native/executor/batch_target.cc',
@@ -56,7 +59,7 @@
         'native/napi/arena_binding_values.cc',
         'native/napi/batcher_binding.cc',
         'native/napi/batcher_binding_values.cc',
-        'native/napi/batcher_dispatch.cc',
+        'native/napi/batcher_door.cc',
         'native/napi/build_info_binding.cc',
         'native/napi/device_binding.cc',
         'native/napi/executor_binding.cc',

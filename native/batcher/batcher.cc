@@ -123,7 +123,7 @@ RejectedRequest TakeRejected(BatcherState& s, const QueuedRequest& request, Reje
   }
   return RejectedRequest{request.id, request.sequence,
                          Rejection{kind, s.config.model_name, request.priority_level, limit},
-                         now - request.enqueued};
+                         now - request.enqueued, request.door};
 }
 
 // Requires s.mu. Removes batch `batch_id` from the open set with its storage.
@@ -204,7 +204,7 @@ SealedBatch Seal(const BatcherConfig& config, SealedWork work) {
     }
     out.requests.push_back(SealedRequest{request.id, request.sequence, request.rows, row,
                                          request.priority_level,
-                                         work.sealed_at - request.enqueued});
+                                         work.sealed_at - request.enqueued, request.door});
     row += request.rows;
   }
   out.rows = row;
@@ -379,6 +379,7 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
     ++s.copies_in_flight;
     QueuedRequest queued;
     queued.id = request.id;
+    queued.door = request.door;
     queued.sequence = sequence;
     queued.priority_level = arrival.priority_level;
     queued.rows = arrival.rows;

@@ -49,6 +49,10 @@ struct RequestInput {
 
 struct EnqueueRequest {
   uint64_t id = 0;      // the caller's id, echoed back; the batcher never reads it
+  // The door (JS environment) that took the request, echoed back like `id`
+  // so its answer can be routed there (doors.h); 0 when the caller has none.
+  // Ids are unique per door only, so (door, id) names a request.
+  uint64_t door = 0;
   uint32_t rows = 1;    // the batch dimension, >= 1 (1 when max_batch_size is 0)
   uint32_t priority = 0;     // "priority" parameter; 0 or out of range: default level
   uint64_t timeout_us = 0;   // "timeout" parameter; 0: none; may only lower the default
@@ -66,6 +70,7 @@ struct SealedRequest {
   uint32_t row_offset = 0;  // first row of this request in the batch
   uint32_t priority_level = 1;
   Duration queue_time{};    // enqueue to seal
+  uint64_t door = 0;        // EnqueueRequest::door, echoed
 };
 
 struct SealedInput {
@@ -87,6 +92,7 @@ struct RejectedRequest {
   uint64_t sequence = 0;
   Rejection rejection;  // ToStatus(rejection) is the answer
   Duration queue_time{};
+  uint64_t door = 0;    // EnqueueRequest::door, echoed
 };
 
 // Enqueue's answer: accepted (ok()), or refused, with `status` the answer and

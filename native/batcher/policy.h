@@ -47,6 +47,7 @@ using ShapeKey = std::vector<int64_t>;
 // What the policy knows about one accepted, not yet dispatched request.
 struct QueuedRequest {
   uint64_t id = 0;        // the caller's id, opaque here
+  uint64_t door = 0;      // the caller's door, opaque here
   uint64_t sequence = 0;  // arrival order within the batcher; unique, the key
   uint32_t priority_level = 1;
   uint32_t rows = 1;

@@ -1,27 +1,29 @@
 // batcher* bindings. See batcher_binding.h. No batching logic here: argument
-// guards, per-environment bookkeeping, the ThreadSafeFunction hand-off and
-// value translation only.
+// guards, per-environment bookkeeping (this environment's door) and value
+// translation only; the batchers themselves live in the process-wide
+// registry (batcher/batcher_registry.h).
 #include "napi/batcher_binding.h"
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "arena/registry.h"
 #include "batcher/arena_batch_memory.h"
 #include "batcher/batcher.h"
+#include "batcher/batcher_registry.h"
 #include "batcher/clock.h"
+#include "batcher/doors.h"
+#include "batcher/worker_pool_target.h"
 #include "executor/batch_target.h"
 #include "napi/arena_binding_values.h"
 #include "napi/batcher_binding_values.h"
-#include "napi/batcher_dispatch.h"
+#include "napi/batcher_door.h"
 #include "napi/export_functions.h"
 #include "napi/result_js.h"
-#include "batcher/worker_pool_target.h"
 
 namespace hotpath::napi {
 
@@ -35,176 +37,77 @@ using bt::WorkerPoolTarget;
 // Bound on relative times from JS, as in the core (about 11.6 days).
 constexpr uint64_t kMaxMicroseconds = 1'000'000'000'000;
 
-using Event = BatcherEvent;
-
-struct BatcherEnv;
-
-// A delivered batch JS has not released: its input buffers and, for an
-// executed batch, its output buffers (arena references, freed on release).
-struct HeldBatch {
-  bt::SealedBatch batch;
-  std::vector<bt::BatchBuffer> outputs;
-  std::vector<uint64_t> output_bytes;
-};
-
-// One JS Batcher. Touched only on its JS thread, except `batcher` and
-// `dispatch` (thread-safe) and `tsfn`, which the batcher thread calls until
-// Stop() has joined it (target jobs hold their own references).
-struct Instance {
-  uint32_t id = 0;
-  BatcherEnv* env_state = nullptr;  // null once the environment's cleanup ran
-  std::shared_ptr<bt::Clock> clock;
-  std::shared_ptr<bt::ManualClock> manual;  // null with the steady clock
-  std::shared_ptr<bt::ArenaBatchMemory> memory;  // inputs, and outputs of executed batches
-  uint64_t owner = 0;                            // arena owner of the model version
-  uint32_t input_count = 0;
-  // Each input's dims as the version fixes them (-1: given per request), and
-  // how many -1s there are in all: read once at create, so an enqueue passes
-  // only the variable dims.
-  std::vector<DimsTemplate> input_dims;
-  uint32_t variable_dims = 0;
-  // Reused by every enqueue (JS thread only; Enqueue copies what it keeps),
-  // so the steady state allocates no dims vectors per request.
-  bt::EnqueueRequest scratch;
-  // Shared (weakly) with target completions, which give instances back.
-  std::shared_ptr<bt::Batcher> batcher;
-  std::shared_ptr<BatchDispatch> dispatch;
-  napi_threadsafe_function tsfn = nullptr;
-  bool stopped = false;        // JS stop() or env cleanup began
-  bool tsfn_released = false;  // our reference is gone: never call tsfn again
-  bool finalized = false;      // the TSFN finalizer ran
-  // Accepted requests and queued markers not yet delivered; the TSFN holds
-  // the event loop open while > 0.
-  uint64_t outstanding = 0;
-  // Delivered batches JS has not released, by batch id. Their buffers keep
-  // the arena blocks alive.
-  std::unordered_map<uint64_t, HeldBatch> held;
-
-  void AddOutstanding(napi_env env, uint64_t n) {
-    if (n == 0 || tsfn_released) return;
-    if (outstanding == 0) napi_ref_threadsafe_function(env, tsfn);
-    outstanding += n;
-  }
-  // Only from the TSFN's call-JS callback or before release.
-  void Settle(napi_env env, uint64_t n) {
-    const uint64_t before = outstanding;
-    outstanding -= std::min(n, outstanding);
-    if (before > 0 && outstanding == 0) napi_unref_threadsafe_function(env, tsfn);
-  }
-};
-
-// One per environment; touched only on its JS thread.
+// One per environment; touched only on its JS thread. Owned by the
+// environment cleanup hook.
 struct BatcherEnv {
   explicit BatcherEnv(ExecutorRegistry& registry) : executors(registry) {}
   ExecutorRegistry& executors;  // borrowed; outlives every JS call (executor_registry.h)
-  std::map<uint32_t, std::shared_ptr<Instance>> instances;
-  uint32_t next_id = 1;
+  // This environment's door, opened at its first batcherCreate or
+  // batcherAttach (an environment that never batches, such as a piscina
+  // worker, makes no TSFN); shared with the door's TSFN.
+  std::shared_ptr<BatcherDoorState> door;
 
-  // Drops an instance nobody can use any more: stopped, its TSFN gone and
-  // every delivered batch released.
-  void MaybeForget(const Instance& instance) {
-    if (instance.stopped && instance.finalized && instance.held.empty()) instances.erase(instance.id);
+  Result<BatcherDoorState*> OpenDoor(Napi::Env env) {
+    if (!door) {
+      Result<std::shared_ptr<BatcherDoorState>> opened = BatcherDoorState::Open(env);
+      if (!opened.ok()) return opened.status();
+      door = std::move(opened).value();
+    }
+    return door.get();
   }
 };
 
 void OnEnvCleanup(BatcherEnv* raw) {
   std::unique_ptr<BatcherEnv> state(raw);
-  // Node has already marked every TSFN closing (their hooks were added later,
-  // so they ran first), so SHUTDOWN rejections from Stop() are dropped. The
-  // TSFNs are finalized after all hooks; their contexts keep the instances.
-  for (auto& [id, instance] : state->instances) {
-    instance->env_state = nullptr;
-    instance->stopped = true;
-    instance->batcher->Stop();  // joins the batcher thread
-    // Jobs in flight keep their target; the executor binding's cleanup stops them.
-    instance->dispatch->SetTarget(nullptr);
-    instance->held.clear();     // frees the batch memory JS still held
-  }
-  state->instances.clear();
+  if (!state->door) return;
+  // The batchers this environment created stop first (joining their
+  // threads; their pending requests of every door get SHUTDOWN, which other
+  // doors still receive). Jobs in flight keep their target; the executor
+  // binding's cleanup stops them. Then this door closes: answers for it from
+  // other environments' batchers are dropped from now on, and the batches
+  // it held lose its share.
+  bt::BatcherRegistry::Process().StopOwnedBy(state->door->id());
+  state->door->Close();
 }
 
 BatcherEnv& EnvOf(const Napi::CallbackInfo& info) { return *static_cast<BatcherEnv*>(info.Data()); }
 
-Result<Instance*> InstanceOf(const Napi::CallbackInfo& info) {
+// A registered batcher this environment has a handle on (created or
+// attached), and this environment's door.
+struct Attached {
+  std::shared_ptr<bt::RegisteredBatcher> entry;
+  BatcherDoorState* door = nullptr;
+  bool owner() const { return entry->owner == door->id(); }
+};
+
+Status Closed() { return Status(StatusCode::kFailedPrecondition, "batcher is closed"); }
+
+// `stopped_ok`: a stopped batcher will do (its counters are read once more
+// after stop); otherwise it is closed.
+Result<Attached> AttachedOf(const Napi::CallbackInfo& info, bool stopped_ok = false) {
   Result<uint64_t> id = ToU64(info[0], "batcher");
   if (!id.ok()) return id.status();
   BatcherEnv& state = EnvOf(info);
-  auto it = state.instances.find(static_cast<uint32_t>(id.value()));
-  if (it == state.instances.end()) return Status(StatusCode::kFailedPrecondition, "batcher is closed");
-  return it->second.get();
+  if (!state.door || !state.door->HasHandler(id.value())) return Closed();
+  Result<std::shared_ptr<bt::RegisteredBatcher>> entry = bt::BatcherRegistry::Process().Find(id.value());
+  if (!entry.ok()) return entry.status();
+  if (!stopped_ok && entry.value()->stopped.load()) return Closed();
+  return Attached{std::move(entry).value(), state.door.get()};
 }
 
-// JS thread: queues a marker behind everything sent so far, including the
-// 'executed' events of batches already handed to a target.
-bool QueueMarker(napi_env env, Instance& instance, uint64_t marker) {
-  if (instance.tsfn_released) return false;
-  instance.AddOutstanding(env, 1);
-  if (instance.dispatch->QueueMarker(marker)) return true;
-  instance.Settle(env, 1);
+Status OwnerOnly(const Attached& attached, const char* what) {
+  if (attached.owner()) return Status();
+  return Status(StatusCode::kFailedPrecondition,
+                std::string("only the thread that created a batcher may ") + what + " it");
+}
+
+// JS thread: posts a marker to this door behind everything sent so far,
+// including the events of batches already handed to a target.
+bool QueueMarker(const Attached& attached, uint64_t marker) {
+  attached.door->AddOutstanding(1);
+  if (attached.entry->dispatch->QueueMarker(attached.door->id(), marker)) return true;
+  attached.door->Settle(1);
   return false;
-}
-
-// The TSFN's call-JS callback, on the JS thread. `env` is null when Node
-// empties the queue at teardown: the event is then only freed.
-void CallJs(napi_env raw_env, napi_value js_callback, void* context, void* data) {
-  std::unique_ptr<Event> event(static_cast<Event*>(data));
-  if (raw_env == nullptr || js_callback == nullptr || context == nullptr) return;
-  Instance& instance = **static_cast<std::shared_ptr<Instance>*>(context);
-  if (instance.env_state == nullptr) return;
-  Napi::Env env(raw_env);
-  try {
-    Napi::HandleScope scope(env);
-    Napi::Object payload;
-    uint64_t delivered = 1;
-    switch (event->kind) {
-      case Event::Kind::kBatch: {
-        payload = SealedBatchToJs(env, event->batch);
-        delivered = event->batch.requests.size();
-        const uint64_t batch_id = event->batch.batch_id;
-        instance.held.emplace(batch_id, HeldBatch{std::move(event->batch), {}, {}});
-        break;
-      }
-      case Event::Kind::kExecuted: {
-        // Held like a 'batch' (inputs and outputs), so JS can read the
-        // outputs, or re-run a failed batch elsewhere from its inputs.
-        payload = ExecutedBatchToJs(env, event->batch, event->outcome);
-        delivered = event->batch.requests.size();
-        const uint64_t batch_id = event->batch.batch_id;
-        instance.held.emplace(batch_id, HeldBatch{std::move(event->batch), std::move(event->outcome.outputs),
-                                                  std::move(event->outcome.output_bytes)});
-        break;
-      }
-      case Event::Kind::kRejected:
-        payload = RejectedToJs(env, event->rejected);
-        delivered = event->rejected.size();
-        break;
-      case Event::Kind::kMarker:
-        payload = Napi::Object::New(env);
-        payload.Set("type", Napi::String::New(env, "marker"));
-        payload.Set("marker", Napi::Number::New(env, static_cast<double>(event->marker)));
-        break;
-    }
-    instance.Settle(raw_env, delivered);
-    Napi::Function(env, js_callback).Call({payload});
-  } catch (const Napi::Error& error) {
-    // The TS handler never throws; if it does, it is an uncaught exception.
-    napi_fatal_exception(raw_env, error.Value());
-  }
-}
-
-// The TSFN finalizer, on the JS thread (also during teardown, after the
-// environment's cleanup hooks). Last user of the context.
-void FinalizeTsfn(napi_env /*env*/, void* finalize_data, void* /*hint*/) {
-  std::unique_ptr<std::shared_ptr<Instance>> holder(static_cast<std::shared_ptr<Instance>*>(finalize_data));
-  Instance& instance = **holder;
-  instance.finalized = true;
-  instance.tsfn_released = true;
-  instance.stopped = true;
-  // Backstop: the thread must not outlive the TSFN it calls. (Target jobs
-  // held TSFN references, so none is in flight when this runs.)
-  if (instance.batcher) instance.batcher->Stop();
-  if (instance.dispatch) instance.dispatch->SetTarget(nullptr);
-  if (instance.env_state != nullptr) instance.env_state->MaybeForget(instance);
 }
 
 Napi::Value CreateJs(const Napi::CallbackInfo& info) {
@@ -221,69 +124,77 @@ Napi::Value CreateJs(const Napi::CallbackInfo& info) {
   if (!tenant.ok()) return ErrorResult(env, tenant.status());
   Result<std::shared_ptr<bt::ArenaBatchMemory>> memory = bt::ArenaBatchMemory::Create(arena.value(), tenant.value());
   if (!memory.ok()) return ErrorResult(env, memory.status());
+  Result<BatcherDoorState*> door = state.OpenDoor(env);
+  if (!door.ok()) return ErrorResult(env, door.status());
 
-  auto instance = std::make_shared<Instance>();
-  instance->id = state.next_id++;
-  instance->env_state = &state;
-  instance->memory = memory.value();
-  instance->owner = a.config.memory_owner;
-  instance->input_count = a.config.input_count;
-  for (const DimsTemplate& t : a.input_dims) instance->variable_dims += static_cast<uint32_t>(t.variable.size());
-  instance->input_dims = std::move(a.input_dims);
+  std::shared_ptr<bt::ManualClock> manual;
+  std::shared_ptr<bt::Clock> clock;
   if (a.manual_clock) {
-    instance->manual = std::make_shared<bt::ManualClock>();
-    instance->clock = instance->manual;
+    manual = std::make_shared<bt::ManualClock>();
+    clock = manual;
   } else {
-    instance->clock = std::make_shared<bt::SteadyClock>();
+    clock = std::make_shared<bt::SteadyClock>();
   }
+  Result<std::shared_ptr<bt::RegisteredBatcher>> created = bt::BatcherRegistry::Process().Create(
+      std::move(a.config), std::move(clock), std::move(manual), memory.value(), bt::DoorTable::Process(),
+      door.value()->id(), std::move(a.input_dims));
+  if (!created.ok()) return ErrorResult(env, created.status());
+  const uint64_t id = created.value()->id;
+  door.value()->AddHandler(id, info[1].As<Napi::Function>());  // a fresh id: never taken
+  return OkResult(env, Napi::Number::New(env, static_cast<double>(id)));
+}
 
-  // The TSFN first: the batcher's callbacks need it. Its context owns one
-  // reference to the instance until the finalizer runs.
-  auto holder = std::make_unique<std::shared_ptr<Instance>>(instance);
-  napi_value resource_name = Napi::String::New(env, "hotpath.batcher");
-  napi_status created = napi_create_threadsafe_function(
-      env, info[1], nullptr, resource_name, 0 /* unbounded queue */, 1 /* our reference */, holder.get(),
-      FinalizeTsfn, holder.get(), CallJs, &instance->tsfn);
-  if (created != napi_ok) {
-    return ErrorResult(env, Status(StatusCode::kInternal, "cannot create the batcher's ThreadSafeFunction"));
+// (batcher, onEvent) -> null. This environment (a door thread) gets its own
+// handle on a batcher another environment created: it may enqueue, and the
+// answers to its requests arrive here, through onEvent.
+Napi::Value AttachJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Result<uint64_t> id = ToU64(info[0], "batcher");
+  if (!id.ok()) return ErrorResult(env, id.status());
+  if (!info[1].IsFunction()) return ErrorResult(env, Status(StatusCode::kInvalidArgument, "onEvent must be a function"));
+  Result<std::shared_ptr<bt::RegisteredBatcher>> entry = bt::BatcherRegistry::Process().Find(id.value());
+  if (!entry.ok()) return ErrorResult(env, entry.status());
+  if (entry.value()->stopped.load()) return ErrorResult(env, Closed());
+  Result<BatcherDoorState*> door = EnvOf(info).OpenDoor(env);
+  if (!door.ok()) return ErrorResult(env, door.status());
+  if (!door.value()->AddHandler(id.value(), info[1].As<Napi::Function>())) {
+    return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "this thread has a handle on that batcher already"));
   }
-  holder.release();  // owned by the TSFN finalizer
-  napi_unref_threadsafe_function(env, instance->tsfn);  // ref'd only while work is outstanding
+  return OkResult(env, env.Null());
+}
 
-  napi_threadsafe_function tsfn = instance->tsfn;
-  auto dispatch = std::make_shared<BatchDispatch>(tsfn);
-  instance->dispatch = dispatch;
-  bt::BatcherCallbacks callbacks;
-  callbacks.dispatch = [dispatch](bt::SealedBatch batch) { dispatch->Dispatch(std::move(batch)); };
-  callbacks.reject = [tsfn](std::vector<bt::RejectedRequest> rejected) {
-    auto event = std::make_unique<Event>();
-    event->kind = Event::Kind::kRejected;
-    event->rejected = std::move(rejected);
-    SendBatcherEvent(tsfn, std::move(event));
-  };
-  Result<std::unique_ptr<bt::Batcher>> batcher =
-      bt::Batcher::Create(std::move(a.config), instance->clock, memory.value(), std::move(callbacks));
-  if (!batcher.ok()) {
-    instance->stopped = true;
-    instance->tsfn_released = true;
-    instance->env_state = nullptr;  // never in the table
-    napi_release_threadsafe_function(tsfn, napi_tsfn_release);
-    return ErrorResult(env, batcher.status());
+// (batcher) -> whether a handle was dropped. Only for attached handles (the
+// creator stops instead): answers for this environment's requests still
+// pending are dropped when they come, releasing their batch shares.
+Napi::Value DetachJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Result<uint64_t> id = ToU64(info[0], "batcher");
+  if (!id.ok()) return ErrorResult(env, id.status());
+  BatcherEnv& state = EnvOf(info);
+  if (!state.door || !state.door->HasHandler(id.value())) return OkResult(env, Napi::Boolean::New(env, false));
+  Result<std::shared_ptr<bt::RegisteredBatcher>> entry = bt::BatcherRegistry::Process().Find(id.value());
+  if (entry.ok() && entry.value()->owner == state.door->id()) {
+    return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "the thread that created a batcher stops it"));
   }
-  instance->batcher = std::shared_ptr<bt::Batcher>(std::move(batcher).value());
-  dispatch->set_batcher(instance->batcher);
-  state.instances.emplace(instance->id, instance);
-  return OkResult(env, Napi::Number::New(env, instance->id));
+  state.door->RemoveHandler(id.value());
+  return OkResult(env, Napi::Boolean::New(env, true));
 }
 
 // (batcher, requestId, rows, priority, timeoutUs, deadlineUs | null, inputs, variableDims | null)
+// From any environment with a handle on the batcher: the request carries
+// this environment's door, and its answer comes back here.
 Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
+  Result<Attached> found = AttachedOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
-  Instance& instance = *found.value();
-  bt::EnqueueRequest& request = instance.scratch;
+  const bt::RegisteredBatcher& entry = *found.value().entry;
+  // Reused by every enqueue of this thread (Enqueue copies what it keeps),
+  // so the steady state allocates no dims vectors per request. One per
+  // thread: several JS threads enqueue at once.
+  thread_local bt::EnqueueRequest scratch;
+  bt::EnqueueRequest& request = scratch;
   request.deadline.reset();
+  request.door = found.value().door->id();
   Result<uint64_t> id = ToU64(info[1], "requestId");
   Result<uint64_t> rows = ToU64(info[2], "rows");
   Result<uint64_t> priority = ToU64(info[3], "priority");
@@ -301,19 +212,18 @@ Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
   if (!info[5].IsNull() && !info[5].IsUndefined()) {
     Result<uint64_t> remaining = ToU64(info[5], "deadlineUs");
     if (!remaining.ok()) return ErrorResult(env, remaining.status());
-    request.deadline = instance.clock->Now() +
-                       std::chrono::microseconds(std::min(remaining.value(), kMaxMicroseconds));
+    request.deadline = entry.clock->Now() + std::chrono::microseconds(std::min(remaining.value(), kMaxMicroseconds));
   }
-  if (Status s = ToRequestInputs(info[6], info[7], instance.input_dims, instance.variable_dims, &request.inputs); !s.ok()) {
+  if (Status s = ToRequestInputs(info[6], info[7], entry.input_dims, entry.variable_dims, &request.inputs); !s.ok()) {
     return ErrorResult(env, s);
   }
 
   // Copies the inputs. A batch it finds ready is dispatched from here, but
-  // dispatch only posts to a ThreadSafeFunction or a worker: JS is never
+  // dispatch only posts to doors or hands off to a target: JS is never
   // called back from inside Enqueue.
-  const bt::EnqueueResult enqueued = instance.batcher->Enqueue(request);
+  const bt::EnqueueResult enqueued = entry.batcher->Enqueue(request);
   if (enqueued.ok()) {
-    instance.AddOutstanding(env, 1);
+    found.value().door->AddOutstanding(1);
     return OkResult(env, env.Null());
   }
   Napi::Object result = ErrorResult(env, enqueued.status);
@@ -325,83 +235,92 @@ Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
 template <bool kIdle>
 Napi::Value InstanceNoticeJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
+  Result<Attached> found = AttachedOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
-  Status status = kIdle ? found.value()->batcher->InstanceIdle() : found.value()->batcher->InstanceBusy();
+  bt::Batcher& batcher = *found.value().entry->batcher;
+  Status status = kIdle ? batcher.InstanceIdle() : batcher.InstanceBusy();
   return status.ok() ? OkResult(env, env.Null()) : ErrorResult(env, status);
 }
 
+// The batcher's counters (process-wide: every door's requests), plus the
+// batches this environment holds.
 Napi::Value StatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
+  Result<Attached> found = AttachedOf(info, /*stopped_ok=*/true);
   if (!found.ok()) return ErrorResult(env, found.status());
-  Instance& instance = *found.value();
-  return OkResult(env, BatcherStatsToJs(env, instance.batcher->Stats(), instance.held.size()));
+  const Attached& a = found.value();
+  return OkResult(env, BatcherStatsToJs(env, a.entry->batcher->Stats(), a.door->HeldCount(a.entry->id)));
 }
 
-// (batcher, marker) -> whether the marker was queued (false: already stopped).
-// Stops the thread, queues its SHUTDOWN rejections and then the marker, and
-// lets go of the TSFN, which closes once the queue is delivered.
+// (batcher, marker) -> whether the marker was queued (false: already
+// stopped). The creating environment only. Marks the batcher stopped (every
+// door's later calls find it closed, but stats), stops its thread, routes
+// the SHUTDOWN rejections of every door's pending requests to their doors,
+// then queues the marker to this door behind them. This door's handler and
+// the registry entry go once the marker is delivered.
 Napi::Value StopJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
-  if (!found.ok()) return ErrorResult(env, found.status());
   Result<uint64_t> marker = ToU64(info[1], "marker");
   if (!marker.ok()) return ErrorResult(env, marker.status());
-  Instance& instance = *found.value();
-  if (instance.stopped) return OkResult(env, Napi::Boolean::New(env, false));
-  instance.stopped = true;
-  instance.batcher->Stop();  // rejects run here and are queued behind earlier events
+  Result<Attached> found = AttachedOf(info, /*stopped_ok=*/true);
+  if (!found.ok()) return OkResult(env, Napi::Boolean::New(env, false));  // stopped and forgotten already
+  const Attached& a = found.value();
+  if (Status s = OwnerOnly(a, "stop"); !s.ok()) return ErrorResult(env, s);
+  if (!bt::BatcherRegistry::Process().Stop(a.entry->id)) return OkResult(env, Napi::Boolean::New(env, false));
   // Behind the 'executed' events of batches still running on a target.
-  const bool queued = QueueMarker(env, instance, marker.value());
-  instance.dispatch->SetTarget(nullptr);  // nothing is dispatched any more
-  if (!instance.tsfn_released) {
-    instance.tsfn_released = true;
-    napi_release_threadsafe_function(instance.tsfn, napi_tsfn_release);
+  const bool queued = QueueMarker(a, marker.value());
+  a.entry->dispatch->SetTarget(nullptr);  // nothing is dispatched any more
+  if (queued) {
+    // Handler and registry entry go once the marker is delivered (JS reads
+    // the final counters before that).
+    a.door->ForgetAfter(a.entry->id, marker.value());
+  } else {
+    a.door->RemoveHandler(a.entry->id);
+    bt::BatcherRegistry::Process().Forget(a.entry->id);
   }
   return OkResult(env, Napi::Boolean::New(env, queued));
 }
 
 // (batcher, marker) -> whether the marker was queued. Waits (blocking this
 // thread briefly) until the loop has acted on every earlier event, then
-// queues the marker behind whatever that produced.
+// queues the marker to this door behind whatever that produced.
 Napi::Value FlushJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
+  Result<Attached> found = AttachedOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
   Result<uint64_t> marker = ToU64(info[1], "marker");
   if (!marker.ok()) return ErrorResult(env, marker.status());
-  Instance& instance = *found.value();
-  instance.batcher->Flush();
-  return OkResult(env, Napi::Boolean::New(env, QueueMarker(env, instance, marker.value())));
+  found.value().entry->batcher->Flush();
+  return OkResult(env, Napi::Boolean::New(env, QueueMarker(found.value(), marker.value())));
 }
 
 // (batcher, us): ManualClock only. Returns once the loop has acted on the new time.
 Napi::Value AdvanceClockJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
+  Result<Attached> found = AttachedOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
   Result<uint64_t> us = ToU64(info[1], "us");
   if (!us.ok()) return ErrorResult(env, us.status());
-  Instance& instance = *found.value();
-  if (!instance.manual) {
+  const bt::RegisteredBatcher& entry = *found.value().entry;
+  if (!entry.manual) {
     return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "advanceClock needs a batcher created with clock 'manual'"));
   }
-  instance.manual->Advance(std::chrono::microseconds(std::min(us.value(), kMaxMicroseconds)));
-  instance.batcher->Flush();
+  entry.manual->Advance(std::chrono::microseconds(std::min(us.value(), kMaxMicroseconds)));
+  entry.batcher->Flush();
   return OkResult(env, env.Null());
 }
 
-// (batcher, batchId) -> whether a held batch was released (false: already).
+// (batcher, batchId) -> whether this environment's share of a held batch
+// was released now (false: already, or never held here). Works after the
+// batcher stopped: held batches belong to the door, not to the batcher.
 Napi::Value ReleaseBatchJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
-  if (!found.ok()) return OkResult(env, Napi::Boolean::New(env, false));  // instance gone: nothing held
+  Result<uint64_t> batcher = ToU64(info[0], "batcher");
   Result<uint64_t> batch_id = ToU64(info[1], "batchId");
-  if (!batch_id.ok()) return ErrorResult(env, batch_id.status());
-  Instance& instance = *found.value();
-  const bool released = instance.held.erase(batch_id.value()) > 0;  // drops the arena references
-  EnvOf(info).MaybeForget(instance);                                // may free `instance`
+  if (!batcher.ok() || !batch_id.ok()) return ErrorResult(env, !batcher.ok() ? batcher.status() : batch_id.status());
+  BatcherEnv& state = EnvOf(info);
+  // Drops the share; the last share drops the arena references.
+  const bool released = state.door && state.door->Release(batcher.value(), batch_id.value());
   return OkResult(env, Napi::Boolean::New(env, released));
 }
 
@@ -411,27 +330,28 @@ Napi::Value ReleaseBatchJs(const Napi::CallbackInfo& info) {
 // the TS wrapper detaches it when the batch is released.
 Napi::Value ViewJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
-  if (!found.ok()) return ErrorResult(env, found.status());
+  Result<uint64_t> batcher = ToU64(info[0], "batcher");
   Result<uint64_t> batch_id = ToU64(info[1], "batchId");
   Result<uint64_t> index = ToU64(info[2], "input");
-  if (!batch_id.ok() || !index.ok()) return ErrorResult(env, !batch_id.ok() ? batch_id.status() : index.status());
-  auto it = found.value()->held.find(batch_id.value());
-  if (it == found.value()->held.end()) {
+  for (const Status* s : {&batcher.status(), &batch_id.status(), &index.status()}) {
+    if (!s->ok()) return ErrorResult(env, *s);
+  }
+  BatcherEnv& state = EnvOf(info);
+  const bt::SharedBatch* held = state.door ? state.door->Held(batcher.value(), batch_id.value()) : nullptr;
+  if (held == nullptr) {
     return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batch " + std::to_string(batch_id.value()) + " was released"));
   }
-  HeldBatch& held = it->second;
-  const uint64_t inputs = held.batch.inputs.size();
+  const uint64_t inputs = held->batch.inputs.size();
   void* data = nullptr;
   uint64_t bytes = 0;
   if (index.value() < inputs) {
-    bt::SealedInput& sealed = held.batch.inputs[index.value()];
+    const bt::SealedInput& sealed = held->batch.inputs[index.value()];
     data = sealed.buffer.data();
     bytes = sealed.bytes;
-  } else if (index.value() - inputs < held.outputs.size()) {
+  } else if (index.value() - inputs < held->outputs.size()) {
     const uint64_t output = index.value() - inputs;
-    data = held.outputs[output].data();
-    bytes = output < held.output_bytes.size() ? std::min(held.output_bytes[output], held.outputs[output].capacity()) : 0;
+    data = held->outputs[output].data();
+    bytes = output < held->output_bytes.size() ? std::min(held->output_bytes[output], held->outputs[output].capacity()) : 0;
   } else {
     return ErrorResult(env, Status(StatusCode::kInvalidArgument, "input index out of range"));
   }
@@ -451,16 +371,17 @@ Result<std::shared_ptr<bt::ExecutionTarget>> MakeExecutorTarget(std::shared_ptr<
 // executor (natively, on the batcher thread), or to JS again with 0.
 Napi::Value SetTargetJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
+  Result<Attached> found = AttachedOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
+  if (Status s = OwnerOnly(found.value(), "set the target of"); !s.ok()) return ErrorResult(env, s);
   Result<uint64_t> executor_id = ToU64(info[1], "executor");
   if (!executor_id.ok()) return ErrorResult(env, executor_id.status());
-  Instance& instance = *found.value();
+  const bt::RegisteredBatcher& instance = *found.value().entry;
   if (executor_id.value() == 0) {
     instance.dispatch->SetTarget(nullptr);
     return OkResult(env, env.Null());
   }
-  if (instance.stopped) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
+  if (instance.stopped.load()) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
   Result<std::shared_ptr<executor::Executor>> executor = EnvOf(info).executors.Find(executor_id.value());
   if (!executor.ok()) return ErrorResult(env, executor.status());
   if (executor.value()->inputs().size() != instance.input_count) {
@@ -468,7 +389,7 @@ Napi::Value SetTargetJs(const Napi::CallbackInfo& info) {
                                    "the executor has " + std::to_string(executor.value()->inputs().size()) +
                                        " inputs, the batcher " + std::to_string(instance.input_count)));
   }
-  Result<std::shared_ptr<bt::ExecutionTarget>> target = MakeExecutorTarget(executor.value(), instance.memory, instance.owner);
+  Result<std::shared_ptr<bt::ExecutionTarget>> target = MakeExecutorTarget(executor.value(), instance.memory, instance.memory_owner);
   if (!target.ok()) return ErrorResult(env, target.status());
   instance.dispatch->SetTarget(std::move(target).value());
   return OkResult(env, env.Null());
@@ -481,13 +402,14 @@ Napi::Value SetTargetJs(const Napi::CallbackInfo& info) {
 // allocates it. batcherSetTarget(batcher, 0) sends batches to JS again.
 Napi::Value SetWorkerTargetJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Result<Instance*> found = InstanceOf(info);
+  Result<Attached> found = AttachedOf(info);
   if (!found.ok()) return ErrorResult(env, found.status());
+  if (Status s = OwnerOnly(found.value(), "set the target of"); !s.ok()) return ErrorResult(env, s);
   Result<uint64_t> pool_id = ToU64(info[1], "pool");
   if (!pool_id.ok()) return ErrorResult(env, pool_id.status());
   if (!info[2].IsArray()) return ErrorResult(env, Status(StatusCode::kInvalidArgument, "outputs must be an array"));
-  Instance& instance = *found.value();
-  if (instance.stopped) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
+  const bt::RegisteredBatcher& instance = *found.value().entry;
+  if (instance.stopped.load()) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
   Result<std::shared_ptr<WorkerPool>> pool = WorkerPool::Find(pool_id.value());
   if (!pool.ok()) return ErrorResult(env, pool.status());
   std::vector<WorkerOutputSpec> outputs;
@@ -514,7 +436,7 @@ Napi::Value SetWorkerTargetJs(const Napi::CallbackInfo& info) {
     outputs.push_back(std::move(out));
   }
   const bool batched = info[3].ToBoolean();
-  instance.dispatch->SetTarget(std::make_shared<WorkerPoolTarget>(std::move(pool).value(), instance.memory, instance.owner,
+  instance.dispatch->SetTarget(std::make_shared<WorkerPoolTarget>(std::move(pool).value(), instance.memory, instance.memory_owner,
                                                                   std::move(outputs), batched));
   return OkResult(env, env.Null());
 }
@@ -528,6 +450,8 @@ void RegisterBatcherBinding(Napi::Env env, Napi::Object exports, ExecutorRegistr
   state.release();  // owned by the cleanup hook
   ExportFunctions(env, exports, raw, {
       {"batcherCreate", CreateJs},
+      {"batcherAttach", AttachJs},
+      {"batcherDetach", DetachJs},
       {"batcherEnqueue", EnqueueJs},
       {"batcherInstanceIdle", InstanceNoticeJs<true>},
       {"batcherInstanceBusy", InstanceNoticeJs<false>},

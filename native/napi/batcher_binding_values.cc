@@ -209,14 +209,15 @@ Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& variable_di
   return Status::Ok();
 }
 
-Napi::Object SealedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch) {
+Napi::Object SealedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch,
+                             const std::vector<batcher::SealedRequest>& own) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("type", Napi::String::New(env, "batch"));
   out.Set("batchId", Num(env, batch.batch_id));
   out.Set("rows", Num(env, batch.rows));
-  Napi::Array requests = Napi::Array::New(env, batch.requests.size());
-  for (uint32_t i = 0; i < batch.requests.size(); ++i) {
-    const batcher::SealedRequest& r = batch.requests[i];
+  Napi::Array requests = Napi::Array::New(env, own.size());
+  for (uint32_t i = 0; i < own.size(); ++i) {
+    const batcher::SealedRequest& r = own[i];
     Napi::Object o = Napi::Object::New(env);
     o.Set("id", Num(env, r.id));
     o.Set("sequence", Num(env, r.sequence));
@@ -245,20 +246,22 @@ Napi::Object SealedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch) {
   return out;
 }
 
-Napi::Object ExecutedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch, const batcher::BatchOutcome& outcome) {
-  Napi::Object out = SealedBatchToJs(env, batch);
+Napi::Object ExecutedBatchToJs(Napi::Env env, const batcher::SharedBatch& shared,
+                               const std::vector<batcher::SealedRequest>& requests,
+                               const batcher::BatchOutcome& outcome) {
+  Napi::Object out = SealedBatchToJs(env, shared.batch, requests);
   const bool ok = outcome.status.ok();
   out.Set("type", Napi::String::New(env, "executed"));
   out.Set("ok", Napi::Boolean::New(env, ok));
   out.Set("code", Napi::String::New(env, ok ? "OK" : StatusCodeName(outcome.status.code())));
   out.Set("message", Napi::String::New(env, outcome.status.message()));
   out.Set("failure", Napi::String::New(env, batcher::ExecutionFailureName(outcome.failure)));
-  const size_t count = ok ? outcome.outputs.size() : 0;
+  const size_t count = ok ? shared.outputs.size() : 0;
   Napi::Array outputs = Napi::Array::New(env, count);
   for (uint32_t i = 0; i < count; ++i) {
     Napi::Object o = Napi::Object::New(env);
-    o.Set("blockId", Num(env, outcome.outputs[i].handle()));
-    o.Set("bytes", Num(env, i < outcome.output_bytes.size() ? outcome.output_bytes[i] : 0));
+    o.Set("blockId", Num(env, shared.outputs[i].handle()));
+    o.Set("bytes", Num(env, i < shared.output_bytes.size() ? shared.output_bytes[i] : 0));
     o.Set("shape", DimsToJs(env, i < outcome.output_shapes.size() ? outcome.output_shapes[i] : std::vector<int64_t>{}));
     outputs.Set(i, o);
   }

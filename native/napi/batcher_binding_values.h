@@ -10,19 +10,15 @@
 #include <vector>
 
 #include "batcher/batcher.h"
+#include "batcher/batcher_registry.h"
+#include "batcher/doors.h"
 #include "batcher/execution_target.h"
 #include "common/result.h"
 
 namespace hotpath::napi {
 
-// One input's dims as its model version fixes them (without the batch
-// dimension; the full shape when max_batch_size is 0), -1 where each request
-// gives its own. Read once, at batcherCreate, so an enqueue carries only the
-// variable dims across the N-API boundary.
-struct DimsTemplate {
-  std::vector<int64_t> dims;
-  std::vector<uint32_t> variable;  // positions of the -1 entries, ascending
-};
+// batcher/batcher_registry.h's: read at create, kept by the registry.
+using DimsTemplate = batcher::DimsTemplate;
 
 // Everything batcherCreate needs besides the event callback.
 struct BatcherCreateArgs {
@@ -47,11 +43,18 @@ Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& variable_di
                        const std::vector<DimsTemplate>& templates, uint32_t variable_count,
                        std::vector<batcher::RequestInput>* out);
 
-// {type:'batch', batchId, rows, requests:[...], inputs:[{blockId, bytes, capacity, shape}]}
-Napi::Object SealedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch);
+// {type:'batch', batchId, rows, requests:[...], inputs:[{blockId, bytes, capacity, shape}]}.
+// `requests` are the receiving door's (a batch may hold other doors' too);
+// `rows` counts the whole batch.
+Napi::Object SealedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch,
+                             const std::vector<batcher::SealedRequest>& requests);
 // The 'batch' payload with type 'executed', plus {ok, code, message, failure,
-// outputs:[{blockId, bytes, shape}], timing:{inputNs, computeNs, outputNs}}.
-Napi::Object ExecutedBatchToJs(Napi::Env env, const batcher::SealedBatch& batch, const batcher::BatchOutcome& outcome);
+// outputs:[{blockId, bytes, shape}], timing:{inputNs, computeNs, outputNs}}:
+// the outputs from `shared`, their shapes, the status and the timing from
+// `outcome`.
+Napi::Object ExecutedBatchToJs(Napi::Env env, const batcher::SharedBatch& shared,
+                               const std::vector<batcher::SealedRequest>& requests,
+                               const batcher::BatchOutcome& outcome);
 // {type:'rejected', requests:[{id, sequence, reason, code, message, queueNs}]}
 Napi::Object RejectedToJs(Napi::Env env, const std::vector<batcher::RejectedRequest>& rejected);
 // BatcherStats in camelCase, plus heldBatches (delivered, not yet released).

@@ -141,9 +141,25 @@ export interface RawBatcherStats {
   readonly heldBatches: number;
 }
 
-/** `batcher` arguments are this environment's batcher ids. */
+/**
+ * `batcher` arguments are process-wide batcher ids (batcherCreate's). The
+ * environment that created a batcher owns it (stop, targets, plain 'batch'
+ * events); another environment (a door thread) batcherAttach-es to it by id
+ * and may then enqueue, flush, read stats and give instances back. Each
+ * environment receives, through its own onEvent, the answers to the requests
+ * it enqueued; batchId/view/release refer to the batches it received.
+ */
 export interface BatcherBinding {
   batcherCreate(config: RawBatcherConfig, onEvent: (event: RawBatcherEvent) => void): NativeResult<number>;
+  /**
+   * A handle on a batcher another environment created. FAILED_PRECONDITION
+   * "batcher is closed" for an unknown or stopped id, or when this
+   * environment has a handle on it already. Absent in addons built before
+   * doors.
+   */
+  batcherAttach?(batcher: number, onEvent: (event: RawBatcherEvent) => void): NativeResult<null>;
+  /** Drops an attached handle (the creator stops instead); whether one was dropped. */
+  batcherDetach?(batcher: number): NativeResult<boolean>;
   batcherEnqueue(
     batcher: number,
     requestId: number,
@@ -167,7 +183,7 @@ export interface BatcherBinding {
   batcherReleaseBatch(batcher: number, batchId: number): NativeResult<boolean>;
   /** Index < inputs.length: an input; past it, an executed batch's outputs. */
   batcherView(batcher: number, batchId: number, index: number): NativeResult<ArrayBuffer>;
-  /** An executor id of this environment, or 0: sealed batches go to JS again. */
+  /** An executor id of this environment, or 0: sealed batches go to JS again. The creator only. */
   batcherSetTarget(batcher: number, executor: number): NativeResult<null>;
   /** The arena binding's: detaches an external ArrayBuffer. */
   arenaDetachView(view: ArrayBuffer): boolean;

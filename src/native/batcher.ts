@@ -40,8 +40,17 @@
 // sends batches to onBatch again; batches sealed after a switch go the new
 // way.
 //
-// Thread-safety: a Batcher belongs to the JS thread that created it; events
-// are delivered on that thread. The native batcher is thread-safe.
+// Threads: the native batcher is process-wide. A Batcher object belongs to
+// the JS thread that made it, and events for its requests are delivered on
+// that thread. `batcher.share()` gives plain data to post to a worker
+// thread, where `Batcher.attach(shared)` makes that thread's own handle: it
+// enqueues into the same batcher (its requests may share a batch with the
+// creator's and other threads'), and the answers to its requests come
+// straight to it, natively, never through the creating thread. Only the
+// creating thread sets targets, runs plain batches (onBatch; a batch with
+// no native target answers other threads' requests with SHUTDOWN) and
+// stops the batcher, which fails every thread's pending requests with
+// SHUTDOWN; an attached handle's stop() only lets go of its handle.
 import { invalid } from './arena-options.js';
 import type { Executor } from './executor.js';
 import type { WorkerPoolTarget } from './worker-channel.js';
@@ -135,6 +144,17 @@ class Batch implements SealedBatch {
   }
 }
 
+/**
+ * A batcher as another thread attaches to it (Batcher.attach): plain data,
+ * posted to a worker with postMessage.
+ */
+export interface SharedBatcher {
+  readonly id: number;
+  readonly options: Omit<FilledBatcherOptions, 'onBatch'>;
+  /** The output names of the creator's target when shared (executed results name their outputs by them). */
+  readonly outputNames: readonly string[] | undefined;
+}
+
 interface Pending {
   readonly resolve: (slice: SealedSlice) => void;
   readonly reject: (error: Error) => void;
@@ -171,6 +191,8 @@ export class Batcher {
   readonly #id: number;
   readonly #options: FilledBatcherOptions;
   readonly #onExecuted: (batch: SealedBatch, result: ExecutedResult) => unknown;
+  /** A handle attached from another thread (Batcher.attach), not the creator's. */
+  readonly #attached: boolean;
   /** The last target's output names (kept after a switch: batches in flight still use them). */
   #outputNames: readonly string[] | undefined;
   readonly #pending = new Map<number, Pending>();
@@ -180,13 +202,28 @@ export class Batcher {
   #stopping: Promise<void> | undefined;
   #finalStats: BatcherStats | undefined;
 
-  private constructor(binding: BatcherBinding, options: FilledBatcherOptions, onExecuted: BatcherOptions['onExecuted']) {
+  private constructor(
+    binding: BatcherBinding,
+    options: FilledBatcherOptions,
+    onExecuted: BatcherOptions['onExecuted'],
+    attach?: { readonly id: number; readonly outputNames: readonly string[] | undefined },
+  ) {
     this.#binding = binding;
     this.#options = options;
     this.#onExecuted = onExecuted ?? (() => {});
     this.modelName = options.modelName;
-    // The handler is this object's; the TSFN holds it until stop (so stop() is required).
-    this.#id = unwrapNative(binding.batcherCreate(options.raw, (event) => this.#onEvent(event)), 'Batcher.create', Batcher.create);
+    this.#attached = attach !== undefined;
+    // The handler is this object's; the native side holds it until stop (so stop() is required).
+    const onEvent = (event: RawBatcherEvent) => this.#onEvent(event);
+    if (attach === undefined) {
+      this.#id = unwrapNative(binding.batcherCreate(options.raw, onEvent), 'Batcher.create', Batcher.create);
+      return;
+    }
+    const attachTo = binding.batcherAttach;
+    if (attachTo === undefined) throw new Error('the native addon cannot share batchers across threads; rebuild it with `npm run build:native`');
+    unwrapNative(attachTo.call(binding, attach.id, onEvent), 'Batcher.attach', Batcher.attach);
+    this.#id = attach.id;
+    this.#outputNames = attach.outputNames;
   }
 
   /** Validates the options and starts the model version's batcher thread. */
@@ -195,6 +232,39 @@ export class Batcher {
     const onExecuted = options.onExecuted;
     if (onExecuted !== undefined && typeof onExecuted !== 'function') throw invalid('Batcher.create', 'onExecuted', 'a function', onExecuted);
     return new Batcher(bindingOf(addon), filled, onExecuted);
+  }
+
+  /**
+   * A handle on `shared` (another thread's batcher, from its share()) for
+   * this thread: enqueue here, and the answers come here. `onExecuted` as
+   * in create. stop() lets go of this handle only. Throws NativeError
+   * FAILED_PRECONDITION when the batcher is closed, or this thread has a
+   * handle on it already.
+   */
+  static attach(
+    shared: SharedBatcher,
+    options: { readonly onExecuted?: BatcherOptions['onExecuted']; readonly outputNames?: readonly string[] } = {},
+    addon: LoadedAddon = nativeAddon(),
+  ): Batcher {
+    const onExecuted = options.onExecuted;
+    if (onExecuted !== undefined && typeof onExecuted !== 'function') throw invalid('Batcher.attach', 'onExecuted', 'a function', onExecuted);
+    // Plain batches go only to the creator's thread: never called here.
+    const onBatch = () => {
+      throw new Error(`model '${shared.options.modelName}': plain batches run on the thread that created the batcher`);
+    };
+    const outputNames = options.outputNames ?? shared.outputNames;
+    return new Batcher(bindingOf(addon), { ...shared.options, onBatch }, onExecuted, { id: shared.id, outputNames });
+  }
+
+  /** The process-wide id of the native batcher (what attach needs, with the options). */
+  get id(): number {
+    return this.#id;
+  }
+
+  /** What another thread needs to attach to this batcher: plain data for postMessage. */
+  share(): SharedBatcher {
+    const { onBatch: _onBatch, ...options } = this.#options;
+    return { id: this.#id, options, outputNames: this.#outputNames };
   }
 
   /**
@@ -331,6 +401,7 @@ export class Batcher {
    */
   stop(): Promise<void> {
     if (this.#stopping !== undefined) return this.#stopping;
+    if (this.#attached) return this.#detach();
     const marker = this.#nextMarker++;
     this.#stopping = new Promise<void>((resolve) => this.#markers.set(marker, resolve)).then(() => this.#failPending());
     try {
@@ -341,6 +412,24 @@ export class Batcher {
       this.#resolveMarker(marker);
       return Promise.reject(error);
     }
+    return this.#stopping;
+  }
+
+  // An attached handle's stop(): the batcher runs on; answers still due here
+  // are dropped natively, and their requests reject with SHUTDOWN now.
+  #detach(): Promise<void> {
+    const detach = this.#binding.batcherDetach;
+    try {
+      const stats = this.#binding.batcherStats(this.#id);
+      if (stats.ok) this.#finalStats = stats.value;
+      if (detach !== undefined) unwrapNative(detach.call(this.#binding, this.#id), 'stop', this.stop);
+    } catch (error) {
+      this.#stopping = Promise.reject(error);
+      return this.#stopping;
+    }
+    this.#stopping = Promise.resolve();
+    this.#failPending();
+    for (const marker of [...this.#markers.keys()]) this.#resolveMarker(marker);
     return this.#stopping;
   }
 
@@ -485,6 +574,12 @@ export class Batcher {
 
   // A refused enqueue: a typed rejection when the native side said why.
   #refusal(result: Extract<EnqueueResult, { ok: false }>): Error {
+    // An attached handle outlives the batcher it attached to (the creator
+    // stopped it, e.g. at a reload): its requests are refused as the
+    // creator's own would be after stop().
+    if (result.reason === undefined && this.#attached && result.code === 'FAILED_PRECONDITION') {
+      return this.#rejection('SHUTDOWN', `model '${this.modelName}': batcher shut down`, 0);
+    }
     if (result.reason === undefined) return new NativeError(result.code, result.message, 'enqueue');
     // The arena's quota message names the tenant but not the model.
     const message = result.reason === 'OVER_QUOTA' ? `model '${this.modelName}': ${result.message}` : result.message;
