@@ -72,7 +72,7 @@ const leftOut = process.env.HOTPATH_TEST_FULL === '1' ? [] : SLOW_E2E;
  */
 const START_FIRST = new Set(e2e(['production-install']));
 
-class LongestFirstSequencer extends BaseSequencer {
+class StartFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const first = (spec: TestSpecification) => START_FIRST.has(path.relative(process.cwd(), spec.moduleId));
@@ -89,7 +89,7 @@ const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 120_000 } as c
 
 export default defineConfig({
   test: {
-    sequence: { sequencer: LongestFirstSequencer },
+    sequence: { sequencer: StartFirstSequencer },
     projects: [
       {
         test: {
