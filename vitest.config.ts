@@ -21,7 +21,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // - "timing": the e2e files whose assertions compare durations or resource
 //   figures against limits (refusal times, RSS after bursts, drain and load
 //   deadlines, slow connections, heap rise, queue delays, hotpath perf's and
-//   hotpath tune's client vs server counts over short windows). They run one at a time after the rest, as on a quiet machine.
+//   hotpath tune's client vs server counts over short windows). They run one
+//   at a time after the rest, as on a quiet machine.
 const e2e = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.test.ts`);
 
 /** Timing files quick enough for `npm test`. */
@@ -75,7 +76,7 @@ const START_FIRST = new Set(e2e(['production-install']));
 class StartFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const first = (spec: TestSpecification) => START_FIRST.has(path.relative(process.cwd(), spec.moduleId));
+    const first = (spec: TestSpecification) => START_FIRST.has(path.relative(spec.project.config.root, spec.moduleId));
     // Stable within each group (groupOrder stays the primary key: the timing files still run last).
     return [...sorted].sort((a, b) => {
       const group = a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder;
@@ -83,7 +84,6 @@ class StartFirstSequencer extends BaseSequencer {
     });
   }
 }
-
 
 const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 120_000 } as const;
 
