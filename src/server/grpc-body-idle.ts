@@ -152,15 +152,9 @@ export function grpcBodyIdleInterceptor(options: GrpcBodyIdleOptions): ServerInt
       return new ServerInterceptingCall(call);
     }
     const watch = new BodyIdleWatch(stream, call, descriptor, options);
+    // The half-close is seen on the stream's 'end' (BodyIdleWatch), which is
+    // where grpc-js's own onReceiveHalfClose comes from, never later.
     return new ServerInterceptingCall(call, {
-      start: (next) => {
-        next({
-          onReceiveHalfClose: (pass) => {
-            watch.halfClosed();
-            pass();
-          },
-        });
-      },
       sendStatus: (callStatus, pass) => {
         watch.answered();
         pass(callStatus);
@@ -226,7 +220,7 @@ class BodyIdleWatch {
     this.update();
   }
 
-  halfClosed(): void {
+  private halfClosed(): void {
     this.requestOwed = false;
     this.update();
   }

@@ -77,7 +77,8 @@ export function trailersFor(context: RequestContext): Metadata {
   return trailers;
 }
 
-function firstString(metadata: Metadata, key: string): string | undefined {
+/** The first value of a metadata key when it is a string (binary `-bin` values are not). */
+export function firstString(metadata: Metadata, key: string): string | undefined {
   const value = metadata.get(key)[0];
   return typeof value === 'string' ? value : undefined;
 }

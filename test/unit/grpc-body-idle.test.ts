@@ -4,7 +4,9 @@
  * (The timeout itself is tested end to end: test/e2e/grpc-body-idle.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { MessageFraming } from '../../src/server/grpc-body-idle.js';
+import { ServerInterceptingCall, type ServerInterceptingCallInterface, type ServerMethodDefinition } from '@grpc/grpc-js';
+import { pino } from 'pino';
+import { grpcBodyIdleInterceptor, grpcBodyIdleInterceptors, MessageFraming } from '../../src/server/grpc-body-idle.js';
 
 /** A gRPC message of `n` payload bytes: flag 0, 4-byte big-endian length, payload. */
 function message(n: number): Buffer {
@@ -47,5 +49,30 @@ describe('MessageFraming', () => {
     framing.feed(bytes.subarray(9 + 600));
     expect(framing.partial).toBe(false);
     expect(framing.messages).toBe(2);
+  });
+});
+
+describe('grpcBodyIdleInterceptor without an HTTP/2 stream to watch', () => {
+  // What a later grpc-js that moves the base call's `stream` field would give the interceptor.
+  const callWithoutStream = {} as ServerInterceptingCallInterface;
+  const descriptor = { path: '/inference.GRPCInferenceService/ModelInfer', requestStream: false } as ServerMethodDefinition<unknown, unknown>;
+
+  it('says so once, and passes every call through unwatched', () => {
+    let unsupported = 0;
+    const interceptor = grpcBodyIdleInterceptor({
+      timeoutMs: 100,
+      onIdle: () => expect.fail('no call is watched, so none can be ended'),
+      onUnsupported: () => (unsupported += 1),
+    });
+    const first = interceptor(descriptor, callWithoutStream);
+    const second = interceptor(descriptor, callWithoutStream);
+    expect(unsupported).toBe(1);
+    expect(first).toBeInstanceOf(ServerInterceptingCall);
+    expect(second).toBeInstanceOf(ServerInterceptingCall);
+  });
+
+  it('is not installed at all when --body-idle-timeout is 0', () => {
+    expect(grpcBodyIdleInterceptors(0, pino({ enabled: false }))).toEqual([]);
+    expect(grpcBodyIdleInterceptors(1000, pino({ enabled: false }))).toHaveLength(1);
   });
 });

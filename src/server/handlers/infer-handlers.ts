@@ -17,7 +17,7 @@ import type {
 import type { ModelInferRequest, ModelInferResponse, ModelStreamInferResponse } from '../../generated/grpc_service_pb.js';
 import { toServiceError } from '../../common/serving-error.js';
 import type { InferContext, InferencePath } from '../../inference/infer-context.js';
-import { deadlineMsOf, requestIdOf, traceIdOf, trailersFor, watchCancellation } from '../request-context.js';
+import { deadlineMsOf, firstString, requestIdOf, traceIdOf, trailersFor, watchCancellation } from '../request-context.js';
 import { serveModelStream } from './model-stream-infer.js';
 import { callerOf } from '../admission.js';
 import { peerAddress, type RequestView } from '../../routing/arm-choice.js';
@@ -79,8 +79,7 @@ class CallView implements RequestView {
   constructor(private readonly call: { readonly metadata: Metadata; getPeer(): string }) {}
 
   header(name: string): string | undefined {
-    const value = this.call.metadata.get(name)[0];
-    return typeof value === 'string' ? value : undefined;
+    return firstString(this.call.metadata, name);
   }
 
   get peer(): string | undefined {

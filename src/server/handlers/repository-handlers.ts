@@ -24,7 +24,6 @@ import type { ModelManager } from '../../repository/model-manager.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
 import { CONFIG_OVERRIDE_PARAMETER, parseConfigOverride } from '../../repository/config-override.js';
 import { ModelConfigError } from '../../repository/model-config.js';
-import type { Caller } from '../../security/caller.js';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo, echoField } from '../../common/echo.js';
 import { requireAdmin, visibleTo } from '../../security/caller.js';
@@ -47,9 +46,9 @@ export function repositoryHandlers(models: ModelManager, routes: RouteLookup = (
     RepositoryModelLoad: unary(async (request: RepositoryModelLoadRequest, caller) => {
       requireAdmin(caller, 'RepositoryModelLoad');
       const { [CONFIG_OVERRIDE_PARAMETER]: config, ...rest } = request.parameters;
-      refuseParameters('RepositoryModelLoad', rest);
+      refuseParameters('RepositoryModelLoad', rest, `expected none or '${CONFIG_OVERRIDE_PARAMETER}'`);
       requireModelName(request.modelName);
-      await models.load(request.modelName, config === undefined ? undefined : configOverride(config, caller));
+      await models.load(request.modelName, config === undefined ? undefined : configOverride(config));
       return create(RepositoryModelLoadResponseSchema, {});
     }),
     RepositoryModelUnload: unary(async (request: RepositoryModelUnloadRequest, caller) => {
@@ -84,12 +83,10 @@ function requireModelName(name: string): void {
 
 /**
  * The load's `config` parameter as a ModelConfig, or INVALID_ARGUMENT naming
- * the parameter and what is wrong in it. The override is the admin's, as the
- * load is: `requireAdmin` has passed already, and is asked again here so
- * that the override stays the admin's should loads ever open to others.
+ * the parameter and what is wrong in it. Only the admin gets here: the load
+ * handler's `requireAdmin` has passed.
  */
-function configOverride(parameter: ModelRepositoryParameter, caller: Caller): ModelConfig {
-  requireAdmin(caller, `RepositoryModelLoad with parameter '${CONFIG_OVERRIDE_PARAMETER}'`);
+function configOverride(parameter: ModelRepositoryParameter): ModelConfig {
   const choice = parameter.parameterChoice;
   if (choice.case !== 'stringParam') {
     throw invalidArgument(
@@ -111,14 +108,13 @@ function configOverride(parameter: ModelRepositoryParameter, caller: Caller): Mo
  * `file:<path>` (model files sent with the load; hotpath reads models from
  * its repository only) and anything unknown.
  */
-function refuseParameters(rpc: string, parameters: Record<string, ModelRepositoryParameter>): void {
+function refuseParameters(rpc: string, parameters: Record<string, ModelRepositoryParameter>, expected = 'expected none'): void {
   const keys = Object.keys(parameters);
   const file = keys.find((k) => k.startsWith('file:'));
   if (file !== undefined) {
     throw invalidArgument(`${rpc}: parameter ${echo(file)}: file overrides are not supported; model files are read from the model repository only`);
   }
   if (keys.length > 0) {
-    const expected = rpc === 'RepositoryModelLoad' ? `expected none or '${CONFIG_OVERRIDE_PARAMETER}'` : 'expected none';
     throw invalidArgument(`${rpc}: parameter${keys.length > 1 ? 's' : ''} ${keys.map((k) => echo(k)).join(', ')} not supported; ${expected}`);
   }
 }
