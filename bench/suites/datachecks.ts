@@ -145,7 +145,8 @@ export function distinctValue(n: number): number {
 
 // ---- server side --------------------------------------------------------
 
-function clockTicksPerSecond(): number {
+/** The kernel's clock ticks per second (getconf CLK_TCK; 100 if it cannot say). */
+export function clockTicksPerSecond(): number {
   const out = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
   const value = Number(out.stdout?.trim());
   return Number.isFinite(value) && value > 0 ? value : 100;

@@ -19,7 +19,6 @@
 // request is measured without a profiler's own cost.
 // The "configured for other models" figure is the datachecks suite's
 // `elsewhere` contender (npm run bench -- datachecks).
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +32,7 @@ import { readModel, renameModel, withoutDynamicBatching } from '../load/model-re
 import { startServer } from '../load/server-process.js';
 import { rawOrtPoints } from '../load/trials.js';
 import { grpcFrame, MODEL_INFER_PATH } from '../../src/perf/grpc-frames.js';
+import { clockTicksPerSecond, procStatTicks } from './datachecks.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './suite.js';
 
 const ECHO = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'load', 'echo-server-process.js');
@@ -97,16 +97,9 @@ function body(shape: InferShape): Buffer {
   return grpcFrame(encodeInferRequests(shape, 1, 17)[0]!);
 }
 
-function ticksPerSecond(): number {
-  const value = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim());
-  return Number.isFinite(value) && value > 0 ? value : 100;
-}
-
-/** user + system clock ticks of a /proc stat line (fields 14 and 15; the command may hold spaces). */
+/** user + system clock ticks of a /proc stat file (datachecks' procStatTicks reads the line). */
 function statTicks(file: string): number {
-  const stat = readFileSync(file, 'utf8');
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(rest[11]) + Number(rest[12]);
+  return procStatTicks(readFileSync(file, 'utf8'));
 }
 
 function writeRepository(models: string): { dir: string; remove: () => void } {
@@ -184,7 +177,7 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
     const echoCtr = await startEcho(ctrAnswer);
     const echoRanker = await startEcho(rankerAnswer);
 
-    const ticks = ticksPerSecond();
+    const ticks = clockTicksPerSecond();
     const mainStat = `/proc/${server.pid}/task/${server.pid}/stat`;
     const processStat = `/proc/${server.pid}/stat`;
     const measure = async (name: string, round: number, address: string, request: Buffer, load: Load, model?: string, warmupS = plan.warmupS, durationS = plan.durationS): Promise<TargetPoint> => {

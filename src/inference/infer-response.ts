@@ -33,7 +33,7 @@ export function buildInferResponse(
       $typeName: 'inference.ModelInferResponse.InferOutputTensor',
       name: spec.name,
       datatype: spec.datatype,
-      shape: bigintDims(spec.reshape === undefined ? tensor.dims : externalDims(spec, tensor.dims, batched)),
+      shape: bigintDims(externalDims(spec, tensor.dims, batched)),
       parameters: {},
     });
     response.rawOutputContents.push(

@@ -17,6 +17,7 @@ import https from 'node:https';
 import { fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
 import { createClient, type ClientOptions, type HotpathClient, type ModelMetadata } from '../client/client.js';
 import { ModelConfigSchema, type ModelConfig } from '../generated/model_config_pb.js';
+import { splitAddress } from './h2-raw-session.js';
 import { serverStatsFromJson, sumStatistics, type StatsSnapshot } from './server-stats.js';
 
 export type Protocol = 'grpc' | 'http';
@@ -166,12 +167,8 @@ function versionOption(version: string): { version?: string } {
   return version === '' ? {} : { version };
 }
 
-function modelPath(model: string, version: string): string {
+/** The V2 REST path of a model, or of one version of it. */
+export function modelPath(model: string, version: string): string {
   return `/v2/models/${encodeURIComponent(model)}${version === '' ? '' : `/versions/${encodeURIComponent(version)}`}`;
 }
 
-/** host:port (IPv6 in brackets) → [host, port]. */
-export function splitAddress(address: string): [string, number] {
-  const colon = address.lastIndexOf(':');
-  return [address.slice(0, colon).replace(/^\[|\]$/g, ''), Number(address.slice(colon + 1))];
-}

@@ -320,7 +320,8 @@ function unpad(payload: Buffer, flags: number): Buffer {
   return payload.subarray(1, payload.length - pad);
 }
 
-function splitAddress(address: string): [string, number] {
+/** host:port (IPv6 in brackets) → [host, port]. */
+export function splitAddress(address: string): [string, number] {
   const colon = address.lastIndexOf(':');
   return [address.slice(0, colon).replace(/^\[|\]$/g, ''), Number(address.slice(colon + 1))];
 }

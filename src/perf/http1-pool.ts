@@ -17,7 +17,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { StreamCallback } from './h2-raw-session.js';
-import { splitAddress } from './control-client.js';
+import { splitAddress } from './h2-raw-session.js';
 
 /** The most connections one pool opens (a closed loop at higher concurrency queues in the pool). */
 export const MAX_HTTP_CONNECTIONS = 1024;

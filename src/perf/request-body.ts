@@ -16,6 +16,7 @@ import { ModelInferRequestSchema } from '../generated/grpc_service_pb.js';
 import type { ModelMetadata } from '../client/client.js';
 import { UsageError } from '../common/flag-values.js';
 import { isWireDatatype, wireTypeInfo } from '../tensor/wire-types.js';
+import { modelPath } from './control-client.js';
 import { grpcFrame } from './grpc-frames.js';
 import { fileTensorBytes, type InputDataFile } from './input-data-file.js';
 
@@ -107,7 +108,7 @@ export function buildRequestBody(metadata: ModelMetadata, spec: RequestSpec): Re
     inputs: inputs.map(({ name, datatype, shape, bytes }) => ({ name, datatype, shape, parameters: { binary_data_size: bytes.byteLength } })),
     parameters: { binary_data_output: true },
   }));
-  const path = `/v2/models/${encodeURIComponent(spec.model)}${spec.version === '' ? '' : `/versions/${encodeURIComponent(spec.version)}`}/infer`;
+  const path = `${modelPath(spec.model, spec.version)}/infer`;
   return {
     frame: grpcFrame(toBinary(ModelInferRequestSchema, request)),
     http: { path, body: Buffer.concat([header, ...inputs.map(({ bytes }) => bytes)]), jsonLength: header.length },

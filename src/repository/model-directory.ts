@@ -43,15 +43,6 @@ export function modelNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** Whether the repository has a directory named `name` (a name that passed modelNameProblem). */
-export async function hasModelDirectory(repository: string, name: string): Promise<boolean> {
-  try {
-    return (await stat(path.join(repository, name))).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
 /** A load of a name the repository has no directory for; the repository's path is the server's business. */
 export function missingModelMessage(name: string): string {
   return `model ${echo(name)} is not found in repository: it has no directory of that name`;

@@ -42,6 +42,7 @@ import type { Caller, CallGate, HeaderLookup } from '../security/caller.js';
 import { isRpcName, type RpcName } from '../security/restricted-api.js';
 import type { TenantLimiter } from '../security/tenant-limits.js';
 import { UndecodedMessage } from './grpc-service-definition.js';
+import { firstString } from './request-context.js';
 
 // Keyed on the Metadata instance grpc-js hands the handler; entries go with the call.
 const admitted = new WeakMap<Metadata, Caller>();
@@ -55,10 +56,7 @@ export function callerOf(call: { readonly metadata: Metadata }): Caller {
 
 /** A grpc-js Metadata as a header lookup (first string value). */
 export function metadataHeaders(metadata: Metadata): HeaderLookup {
-  return (name) => {
-    const value = metadata.get(name)[0];
-    return typeof value === 'string' ? value : undefined;
-  };
+  return (name) => firstString(metadata, name);
 }
 
 export interface AdmissionOptions {

@@ -145,8 +145,9 @@ async function infer(task: InferTask): Promise<InferResult | InferFailure> {
 }
 
 async function inferMarked(task: InferTask): Promise<InferResult | InferFailure> {
-  const queueNs = msToNs(epochMs() - task.queuedAtMs);
-  if (task.deadlineMs !== undefined && epochMs() > task.deadlineMs) {
+  const startedAt = epochMs();
+  const queueNs = msToNs(startedAt - task.queuedAtMs);
+  if (task.deadlineMs !== undefined && startedAt > task.deadlineMs) {
     // Waited in the pool's queue past the caller's deadline: never run it.
     return { ok: false, failure: 'DEADLINE', message: `deadline exceeded before execution (waited ${Math.round(queueNs / 1e6)} ms for a worker)` };
   }
