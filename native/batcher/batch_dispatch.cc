@@ -71,7 +71,8 @@ void BatchDispatch::Complete(uint64_t job, SealedBatch batch, BatchOutcome outco
 bool BatchDispatch::QueueMarker(DoorId door, uint64_t marker) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t last_started = next_job_ - 1;
-  if (in_flight_.empty() || in_flight_.begin()->first > last_started) return PostMarker(door, marker);
+  // Every job in flight started at or before last_started (ids come from next_job_ under this lock).
+  if (in_flight_.empty()) return PostMarker(door, marker);
   deferred_markers_.emplace_back(last_started, door, marker);
   return true;
 }

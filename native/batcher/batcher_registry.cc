@@ -21,7 +21,6 @@ Result<std::shared_ptr<RegisteredBatcher>> BatcherRegistry::Create(BatcherConfig
     entry->id = next_id_++;
   }
   entry->owner = owner;
-  entry->model = config.model_name;
   entry->clock = clock;
   entry->manual = std::move(manual);
   entry->memory = memory;

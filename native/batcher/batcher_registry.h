@@ -51,7 +51,6 @@ struct DimsTemplate {
 struct RegisteredBatcher {
   uint64_t id = 0;
   DoorId owner = 0;          // the creating door: it alone runs target-less batches, stops, sets targets
-  std::string model;
   std::shared_ptr<Clock> clock;
   std::shared_ptr<ManualClock> manual;  // null with the steady clock
   std::shared_ptr<BatchMemory> memory;  // inputs, and outputs of executed batches

@@ -381,7 +381,6 @@ Napi::Value SetTargetJs(const Napi::CallbackInfo& info) {
     instance.dispatch->SetTarget(nullptr);
     return OkResult(env, env.Null());
   }
-  if (instance.stopped.load()) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
   Result<std::shared_ptr<executor::Executor>> executor = EnvOf(info).executors.Find(executor_id.value());
   if (!executor.ok()) return ErrorResult(env, executor.status());
   if (executor.value()->inputs().size() != instance.input_count) {
@@ -409,7 +408,6 @@ Napi::Value SetWorkerTargetJs(const Napi::CallbackInfo& info) {
   if (!pool_id.ok()) return ErrorResult(env, pool_id.status());
   if (!info[2].IsArray()) return ErrorResult(env, Status(StatusCode::kInvalidArgument, "outputs must be an array"));
   const bt::RegisteredBatcher& instance = *found.value().entry;
-  if (instance.stopped.load()) return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batcher is stopped"));
   Result<std::shared_ptr<WorkerPool>> pool = WorkerPool::Find(pool_id.value());
   if (!pool.ok()) return ErrorResult(env, pool.status());
   std::vector<WorkerOutputSpec> outputs;
