@@ -17,7 +17,7 @@
  *
  * Pure; safe in any thread.
  */
-import { fromJsonString } from '@bufbuild/protobuf';
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { ModelConfigSchema, type ModelConfig } from '../generated/model_config_pb.js';
 import { ModelConfigError } from './model-config-error.js';
 import { unsupportedFieldWarnings } from './model-config.js';
@@ -55,7 +55,8 @@ export function parseConfigOverride(json: string): ConfigOverride {
   }
   let config: ModelConfig;
   try {
-    config = fromJsonString(ModelConfigSchema, json);
+    // The value parsed above, not the text again: one JSON parse per override.
+    config = fromJson(ModelConfigSchema, value as JsonValue);
   } catch (err) {
     // protobuf-es names the message or field and the value; the package prefix only adds noise.
     fail((err instanceof Error ? err.message : String(err)).replaceAll('inference.', ''));

@@ -28,6 +28,7 @@ import { RepositoryPoller } from './repository-poller.js';
 import { ALL_TENANTS, ModelRegistry, type ModelIndexEntry, type ModelRecord, type TenantFilter } from './model-registry.js';
 import type { ModelVersion } from './model-version.js';
 import type { ModelConfig } from '../generated/model_config_pb.js';
+import type { ConfigOverride } from './config-override.js';
 
 export { ALL_TENANTS, EVICTED_REASON, type ModelIndexEntry, type ModelState, type TenantFilter } from './model-registry.js';
 
@@ -104,13 +105,16 @@ export class ModelManager {
    * config-override.ts) replaces config.pbtxt for this load; without one,
    * config.pbtxt is read again, whatever an earlier load overrode. Who may
    * override is the caller's check (the handler's), as for the load itself.
+   * The override's warnings (fields hotpath ignores) go to the log, as
+   * config.pbtxt's do when it is read.
    */
-  async load(name: string, configOverride?: ModelConfig): Promise<void> {
+  async load(name: string, configOverride?: ConfigOverride): Promise<void> {
     const refusal = loadUnloadRefusal(this.control.mode, 'load', name);
     if (refusal !== undefined) throw refusal;
     const problem = modelNameProblem(name);
     if (problem !== undefined) throw invalidArgument(`model_name ${echo(name)}: ${problem}`);
-    await this.loadModel(name, false, configOverride);
+    for (const warning of configOverride?.warnings ?? []) this.log.warn({ model: echoField(name) }, warning);
+    await this.loadModel(name, false, configOverride?.config);
   }
 
   /** A client's unload (RepositoryModelUnload, REST unload); refused as `load` is. */

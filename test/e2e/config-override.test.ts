@@ -6,7 +6,8 @@
  * without it reads config.pbtxt again. A bad override (not JSON, an unknown
  * key, a wrong type, a config the model contradicts) is INVALID_ARGUMENT
  * naming the parameter and the field, and the version already loaded keeps
- * serving. `file:` parameters stay refused. With --require-api-key, only the
+ * serving. A field hotpath ignores is logged as a warning. `file:` parameters
+ * stay refused. With --require-api-key, only the
  * admin tenant's key may override (PERMISSION_DENIED otherwise).
  */
 import { randomBytes } from 'node:crypto';
@@ -128,6 +129,18 @@ describe('config override without API keys (every caller may load)', () => {
     const plain = await grpcCall(served, 'RepositoryModelLoad', { model_name: 'ident' });
     expect(grpc.status[plain.code]).toBe('OK');
     expect(await maxBatchSize(served)).toBe(4);
+  });
+
+  it('gRPC: a field hotpath ignores is logged as a warning, as config.pbtxt\'s are', async () => {
+    const load = await grpcCall(served, 'RepositoryModelLoad', {
+      model_name: 'ident',
+      parameters: configParameter(identityConfig(4, { optimization: { priority: 'PRIORITY_MAX' } })),
+    });
+    expect(grpc.status[load.code]).toBe('OK');
+    const warning = await served.server.waitForLog((line) => typeof line['msg'] === 'string' && line['msg'].startsWith('config override:'));
+    expect(warning).toMatchObject({ level: 'warn', model: 'ident' });
+    expect(warning['msg']).toMatch(/optimization.*not supported by hotpath and is ignored/);
+    await grpcCall(served, 'RepositoryModelLoad', { model_name: 'ident' });
   });
 
   it('gRPC: the override is a whole config, not a patch: what it leaves out is auto-completed from the model', async () => {

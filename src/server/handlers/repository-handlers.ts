@@ -21,8 +21,7 @@ import {
   type RepositoryModelUnloadRequest,
 } from '../../generated/grpc_service_pb.js';
 import type { ModelManager } from '../../repository/model-manager.js';
-import type { ModelConfig } from '../../generated/model_config_pb.js';
-import { CONFIG_OVERRIDE_PARAMETER, parseConfigOverride } from '../../repository/config-override.js';
+import { CONFIG_OVERRIDE_PARAMETER, parseConfigOverride, type ConfigOverride } from '../../repository/config-override.js';
 import { ModelConfigError } from '../../repository/model-config.js';
 import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo, echoField } from '../../common/echo.js';
@@ -86,7 +85,7 @@ function requireModelName(name: string): void {
  * the parameter and what is wrong in it. Only the admin gets here: the load
  * handler's `requireAdmin` has passed.
  */
-function configOverride(parameter: ModelRepositoryParameter): ModelConfig {
+function configOverride(parameter: ModelRepositoryParameter): ConfigOverride {
   const choice = parameter.parameterChoice;
   if (choice.case !== 'stringParam') {
     throw invalidArgument(
@@ -94,7 +93,7 @@ function configOverride(parameter: ModelRepositoryParameter): ModelConfig {
     );
   }
   try {
-    return parseConfigOverride(choice.value).config;
+    return parseConfigOverride(choice.value);
   } catch (err) {
     if (err instanceof ModelConfigError) {
       throw invalidArgument(`RepositoryModelLoad: parameter '${CONFIG_OVERRIDE_PARAMETER}': ${err.reason}`);
