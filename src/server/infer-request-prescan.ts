@@ -93,13 +93,21 @@ class Reader {
     throw new Malformed();
   }
 
-  /** The [start, end) of a length-delimited field's payload; moves past it. */
-  len(): [number, number] {
+  /** The end of the payload `len()` last passed (exclusive). */
+  fieldEnd = 0;
+
+  /**
+   * Moves past a length-delimited field's payload; returns where it starts,
+   * its end is in `fieldEnd` (no pair is allocated: every field of every
+   * request passes here).
+   */
+  len(): number {
     const length = this.varint();
     const start = this.pos;
     if (length > this.end - start) throw new Malformed();
     this.pos = start + length;
-    return [start, this.pos];
+    this.fieldEnd = this.pos;
+    return start;
   }
 
   skip(wire: number): void {
@@ -158,7 +166,8 @@ function scan(bytes: Uint8Array): void {
       r.skip(wire);
       continue;
     }
-    const [start, end] = r.len();
+    const start = r.len();
+    const end = r.fieldEnd;
     if (field === 4) {
       parameters += 1;
       if (parameters > PRESCAN_LIMITS.parameters) throw tooMany('parameters', PRESCAN_LIMITS.parameters, 'entries in the request parameters');
@@ -196,12 +205,13 @@ function scanInput(r: Reader, index: number, typedLeft: number): number {
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
     if (field === 1 && wire === WIRE_LEN) {
-      [input.nameStart, input.nameEnd] = r.len();
+      input.nameStart = r.len();
+      input.nameEnd = r.fieldEnd;
     } else if (field === 3 && wire === WIRE_VARINT) {
       pushDim(r.buf, input, index, r.varint());
     } else if (field === 3 && wire === WIRE_LEN) {
-      const [start, end] = r.len();
-      const packed = new Reader(r.buf, start, end);
+      const start = r.len();
+      const packed = new Reader(r.buf, start, r.fieldEnd);
       while (!packed.done) pushDim(r.buf, input, index, packed.varint());
     } else if (field === 4 && wire === WIRE_LEN) {
       r.len();
@@ -210,7 +220,8 @@ function scanInput(r: Reader, index: number, typedLeft: number): number {
         throw tooMany(`input ${echo(inputName(r.buf, input, index))}: parameters`, PRESCAN_LIMITS.parameters, 'entries');
       }
     } else if (field === 5 && wire === WIRE_LEN) {
-      (contents ??= []).push(r.len());
+      const start = r.len();
+      (contents ??= []).push([start, r.fieldEnd]);
     } else {
       r.skip(wire);
     }
@@ -278,7 +289,8 @@ function contentElements(r: Reader, fields: Set<string>, limit: number): number 
       continue;
     }
     // A packed run of numbers.
-    const [start, end] = r.len();
+    const start = r.len();
+    const end = r.fieldEnd;
     if (field === 6) count += Math.floor((end - start) / 4);
     else if (field === 7) count += Math.floor((end - start) / 8);
     else for (let i = start; i < end && count <= limit; i += 1) if (buf[i]! < 0x80) count += 1;
@@ -297,7 +309,8 @@ function scanOutput(r: Reader, index: number): void {
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
     if (field === 1 && wire === WIRE_LEN) {
-      [nameStart, nameEnd] = r.len();
+      nameStart = r.len();
+      nameEnd = r.fieldEnd;
     } else if (field === 2 && wire === WIRE_LEN) {
       r.len();
       parameters += 1;
