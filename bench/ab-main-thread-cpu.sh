@@ -9,6 +9,11 @@
 # Alternating the builds in one run is what makes the comparison fair on a
 # shared machine; compare the medians.
 #
+# HOTPATH_AB_LOAD replaces the h2load load options (default "-c 4 -m 16"). A
+# fixed offered rate ("-c 4 -m 16 --rps 300": 300 requests a second per
+# client) gives both builds the same arrivals, so the same batch sizes, and
+# on a loaded machine their figures scatter much less than at full speed.
+#
 #   bench/ab-main-thread-cpu.sh ROOT_A ROOT_B [MODEL] [SECONDS] [ROUNDS]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -30,7 +35,7 @@ run_one() { # ROOT LABEL
   server=$!
   for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$http_port/v2/health/ready" >/dev/null && break; sleep 0.5; done
   load() {
-    h2load -c 4 -m 16 -t 1 -D "$1" -d "$work/body.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
+    h2load ${HOTPATH_AB_LOAD:--c 4 -m 16} -t 1 -D "$1" -d "$work/body.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
       "http://127.0.0.1:$grpc_port/inference.GRPCInferenceService/ModelInfer"
   }
   successes() {

@@ -500,18 +500,6 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
   }
 }
 
-/** One request's rows of an output: a view, no copy (the response copies once). */
-export function requestRows(output: BatchOutput, batchRows: number, rowOffset: number, rows: number): {
-  bytes: Uint8Array;
-  dims: number[];
-} {
-  const rowBytes = batchRows === 0 ? 0 : output.bytes.byteLength / batchRows;
-  return {
-    bytes: output.bytes.subarray(rowOffset * rowBytes, (rowOffset + rows) * rowBytes),
-    dims: [rows, ...output.dims.slice(1)],
-  };
-}
-
 /** The shape the model itself sees per row: `reshape` when the config has one. */
 function modelDims(spec: TensorSpec): number[] {
   return [...(spec.reshape ?? spec.dims)];

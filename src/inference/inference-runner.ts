@@ -77,8 +77,9 @@ export class InferenceRunner implements InferencePath {
    * missing, and a failure is worded for it (scopeFailure).
    */
   async infer(request: ModelInferRequest, context: InferContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
-    const started = process.hrtime.bigint();
-    const elapsedNs = () => Number(process.hrtime.bigint() - started);
+    // performance.now(): a double, where hrtime.bigint() made two BigInts per reading.
+    const started = performance.now();
+    const elapsedNs = () => Math.round((performance.now() - started) * 1e6);
     const call: VersionCall = { request, context, method, elapsedNs };
     this.inflight += 1;
     let version: ModelVersion | undefined;
@@ -87,7 +88,9 @@ export class InferenceRunner implements InferencePath {
     let planned = false;
     try {
       if (!this.accepting) throw unavailable('server is shutting down; retry on another replica');
-      version = await this.options.models.resolveForRequest(request.modelName, request.modelVersion, visibleTo(context.caller));
+      // A loaded model resolves without a promise; only a cold start (an evicted model) is awaited.
+      const resolved = this.options.models.resolveForRequest(request.modelName, request.modelVersion, visibleTo(context.caller));
+      version = resolved instanceof Promise ? await resolved : resolved;
       // The model's tenant's rate and in-flight limits: after everything that
       // decides whether the caller may use the model at all, before any memory is taken.
       const shadow = context.shadow === true;

@@ -14,12 +14,18 @@ import { echo } from '../common/echo.js';
 import { epochMs } from '../common/epoch-ms.js';
 import type { VersionMetrics } from '../observability/metrics.js';
 import type { WorkerTiming } from '../observability/execution-stats.js';
-import { inlineOutputs, isArenaPayload, type InferResult, type InferTask } from '../workers/worker-protocol.js';
-import { batcherOf, requestRows, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
+import { inlineOutputs, type InferResult, type InferTask } from '../workers/worker-protocol.js';
+import { batcherOf, type RequestRows, type VersionBatcher } from '../batching/version-batcher.js';
 import { BatcherRejection } from '../native/batcher.js';
 import { actOnModelFaults } from '../repository/fault-parameters.js';
-import { FAULT_PARAMETER, prepareInference, stringParameter, type PreparedInference } from '../tensor/infer-request.js';
-import { buildInferResponse } from './infer-response.js';
+import {
+  FAULT_PARAMETER,
+  prepareBatchedInference,
+  prepareInference,
+  stringParameter,
+  type PreparedInference,
+} from '../tensor/infer-request.js';
+import { batchRowsResponse, buildInferResponse } from './infer-response.js';
 import type { InferContext, RequestContext } from './infer-context.js';
 
 /** One request on its way through a version's path (version-plan.ts). */
@@ -47,22 +53,21 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
   const batched = version.signature.maxBatchSize > 0;
   const { metrics, faultInjection } = options;
 
-  /** The one path of numeric requests: statistics of the execution are recorded where the batch runs (VersionBatcher). */
+  // The version's number as answers carry it, made once (versionLabel formats it on every read).
+  const versionLabel = version.versionLabel;
+
+  /**
+   * The one path of numeric requests: statistics of the execution are
+   * recorded where the batch runs (VersionBatcher). Per request it makes the
+   * validated views, the answer and the statistics, and nothing it only reads
+   * once: the inputs go to the batcher as views of the request's bytes, in
+   * the model's order, and the answer is built from the batch's rows.
+   */
   const runBatched = async (request: ModelInferRequest, batcher: VersionBatcher, context: RequestContext, elapsedNs: () => number) => {
-    const prepared = prepareInference(request, version.signature, undefined, { copy: false });
-    // One pass over the inputs: the batcher's bytes and dims arrays, nothing else per input.
-    const count = prepared.inputs.length;
-    const bytes = new Array<Uint8Array>(count);
-    const dims = new Array<readonly number[]>(count);
-    for (let i = 0; i < count; i += 1) {
-      const input = prepared.inputs[i]!;
-      if (isArenaPayload(input)) throw new Error('unexpected arena input before batching');
-      bytes[i] = new Uint8Array(input.data.buffer, input.data.byteOffset, input.data.byteLength);
-      dims[i] = input.dims;
-    }
+    const prepared = prepareBatchedInference(request, version.signature);
     if (version.native !== undefined) {
       const byName = new Map(
-        version.signature.inputs.map((spec, i) => [spec.name, { bytes: bytes[i]!, datatype: spec.datatype }] as const),
+        version.signature.inputs.map((spec, i) => [spec.name, { bytes: prepared.inputs[i]!, datatype: spec.datatype }] as const),
       );
       const problem = version.native.checkIndices(byName);
       if (problem !== undefined) throw invalidArgument(`model '${version.modelName}': ${problem}`);
@@ -72,29 +77,20 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     try {
       rows = await batcher.infer({
         rows: prepared.batchSize,
-        inputs: bytes,
-        dims,
+        inputs: prepared.inputs,
+        dims: prepared.dims,
         priority: prepared.scheduling.priority,
         timeoutUs: prepared.scheduling.timeoutUs,
         deadlineMs: context.deadlineMs,
       });
     } catch (err) {
-      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, bytes, err);
+      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, prepared.inputs, err);
       throw err;
     }
     let response: ModelInferResponse;
     try {
       throwIfCancelledBefore(context, enqueuedAtMs + (rows.batcherQueueNs + rows.result.timing.queueNs) / 1e6, version);
-      const outputs = prepared.outputs.map((spec) => {
-        const output = rows.result.outputs.get(spec.name);
-        if (output === undefined) throw new Error(`model produced no output named '${spec.name}'`);
-        const mine = rows.whole
-          ? { bytes: output.bytes, dims: [...output.dims] }
-          : requestRows(output, rows.result.rows, rows.rowOffset, rows.rows);
-        // A copy of this request's rows: the batch's blocks are reused once every request is done.
-        return { name: spec.name, type: spec.ortType, dims: mine.dims, data: mine.bytes.slice() };
-      });
-      response = buildInferResponse(request, version.versionLabel, prepared.outputs, outputs, batched);
+      response = batchRowsResponse(request, versionLabel, prepared.outputs, rows, batched);
     } finally {
       rows.done();
     }
@@ -111,7 +107,6 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     metrics?.observeSuccess(totalNs / 1e6, timing);
     return response;
   };
-
   /** One request, one execution: inputs copied once into arena blocks the worker maps. */
   const runAlone = async (
     request: ModelInferRequest,

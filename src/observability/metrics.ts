@@ -5,7 +5,8 @@
  * pool sizes, in-flight counts) are read at scrape time through `collect`
  * callbacks, never pushed per request, so the request path pays nothing for
  * them and they cannot disagree with ModelStatistics. Only distributions
- * (latency and batch-size histograms) are observed per request.
+ * (latency and batch-size histograms) are observed per request, into series
+ * bound once per version (bound-histogram.ts) that the scrape reads.
  *
  * Seam for the arena: `setTenantMemorySource` attaches a callback that reports
  * per-tenant arena statistics; its gauges exist only once one is attached.
@@ -16,7 +17,7 @@
  *
  * Main thread only.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { StatisticsSnapshot, WorkerTiming } from './execution-stats.js';
 import {
   BATCH_SIZE_BUCKETS,
@@ -34,6 +35,7 @@ import {
 } from './metric-names.js';
 import type { GpuMemoryStats, TenantMemoryStats } from './memory-stats.js';
 import { CpuUtilizationSampler, hostMemory } from './host-stats.js';
+import { BoundHistogram } from './bound-histogram.js';
 
 export type { GpuMemoryStats, Ledger, TenantMemoryStats } from './memory-stats.js';
 
@@ -113,10 +115,11 @@ type VersionCounterValue = (snapshot: StatisticsSnapshot) => number;
 
 export class ServerMetrics {
   readonly registry = new Registry();
-  private readonly requestDuration: Histogram<string>;
-  private readonly queueDuration: Histogram<string>;
-  private readonly computeInferDuration: Histogram<string>;
-  private readonly batchSize: Histogram<string>;
+  // Observed per request: label sets bound once per version (bound-histogram.ts).
+  private readonly requestDuration: BoundHistogram;
+  private readonly queueDuration: BoundHistogram;
+  private readonly computeInferDuration: BoundHistogram;
+  private readonly batchSize: BoundHistogram;
   private tenantMemory: TenantMemorySource | undefined;
   private readonly patrolRestarts: Counter<string>;
   private readonly deviceFallbacks: Counter<string>;
@@ -130,7 +133,7 @@ export class ServerMetrics {
     this.defineHostGauges();
 
     const histogram = (name: string, help: string, buckets: number[]) =>
-      new Histogram({ name, help, labelNames: TENANT_LABELS, buckets, registers: [this.registry] });
+      new BoundHistogram({ name, help, labelNames: TENANT_LABELS, buckets, registry: this.registry });
     this.requestDuration = histogram(METRIC.requestDurationMs, 'Successful request latency, receipt to response (ms).', LATENCY_BUCKETS_MS);
     this.queueDuration = histogram(METRIC.queueDurationMs, 'Time a successful request waited for a worker (ms).', LATENCY_BUCKETS_MS);
     this.computeInferDuration = histogram(METRIC.computeInferDurationMs, 'Model execution time of successful requests (ms).', LATENCY_BUCKETS_MS);
@@ -185,19 +188,19 @@ export class ServerMetrics {
   }
 
   /**
-   * The version's per-request series, bound once: prom-client hashes a label
-   * object on every observe, and a version's labels never change. Bound
-   * children belong to this registry (one per thread that serves). Kept as
+   * The version's per-request series, bound once (bound-histogram.ts): a
+   * version's labels never change, so an observation is a few writes. Bound
+   * series belong to this registry (one per thread that serves). Kept as
    * long as the version object lives.
    */
   forVersion(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): VersionMetrics {
     let bound = this.bound.get(version);
     if (bound === undefined) {
       const labels = this.tenantLabelsOf(version);
-      const request = this.requestDuration.labels(labels);
-      const queue = this.queueDuration.labels(labels);
-      const computeInfer = this.computeInferDuration.labels(labels);
-      const batchSize = this.batchSize.labels(labels);
+      const request = this.requestDuration.bind(labels);
+      const queue = this.queueDuration.bind(labels);
+      const computeInfer = this.computeInferDuration.bind(labels);
+      const batchSize = this.batchSize.bind(labels);
       bound = {
         observeSuccess(totalMs, timing) {
           request.observe(totalMs);

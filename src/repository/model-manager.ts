@@ -181,15 +181,19 @@ export class ModelManager {
    * `resolve` for inference: a model that was evicted to make room is loaded
    * again first (a cold start, logged with its load time); requests arriving
    * meanwhile wait for the same load. A model `visible` hides is never reloaded.
+   *
+   * A loaded model resolves at once, without a promise (every request asks;
+   * only a cold start waits), and a failure to resolve it is thrown, not
+   * returned: callers `await` the result in a try.
    */
-  async resolveForRequest(name: string, version: string, visible: TenantFilter = ALL_TENANTS): Promise<ModelVersion> {
+  resolveForRequest(name: string, version: string, visible: TenantFilter = ALL_TENANTS): ModelVersion | Promise<ModelVersion> {
     const record = this.registry.get(name);
     if (record !== undefined && visible(record.tenant) && this.registry.isEvicted(name) && !this.closing) {
       // The evicted versions' config comes back with them, an override included.
       record.reloading ??= this.loadModel(name, true, record.configOverride).finally(() => {
         record.reloading = undefined;
       });
-      await record.reloading;
+      return record.reloading.then(() => this.registry.resolve(name, version, visible));
     }
     return this.registry.resolve(name, version, visible);
   }

@@ -14,8 +14,12 @@
  *   the generation is retired frees it, whatever the workers leaked.
  *
  * The reservation is pinned while the version loads and while requests run on
- * it: only an idle version is evictable. Each request also marks it most
- * recently used, which is what LRU eviction orders by.
+ * it: only an idle version is evictable. Requests hold one pin between them,
+ * taken when the first starts and dropped when the last running one
+ * finishes; that unpin marks the version most recently used, which is what
+ * LRU eviction orders by. That is the order a pin per request would give
+ * (a pinned entry is never a candidate), at two calls into the ledger per
+ * busy spell rather than two per request.
  *
  * A version on the native executor has no onnxruntime session at load, so no
  * host reservation (`hostFootprint: false`): its weights and workspaces are
@@ -44,7 +48,7 @@ export interface VersionMemoryOptions {
 export class VersionMemory {
   private reservation: Reservation | undefined;
   private destroyed = false;
-  /** Requests between requestStarted and requestFinished (each holds one pin on the reservation). */
+  /** Requests between requestStarted and requestFinished (together they hold one pin on the reservation). */
   private activeRequests = 0;
   /** The executor's owner in the device ledger (undefined: none made, or no device ledger). */
   private deviceOwner: Owner | undefined;
@@ -92,15 +96,16 @@ export class VersionMemory {
     this.reservation?.unpin();
   }
 
-  /** A request starts: the version is in use and most recently used. */
+  /** A request starts: the version is in use (the first one running pins it). */
   requestStarted(): void {
     this.activeRequests += 1;
-    if (this.reservation !== undefined && !this.reservation.released) this.reservation.pin();
+    if (this.activeRequests === 1 && this.reservation !== undefined && !this.reservation.released) this.reservation.pin();
   }
 
+  /** A request finished: once none runs, the version is idle again, and most recently used. */
   requestFinished(): void {
     this.activeRequests -= 1;
-    if (this.reservation !== undefined && !this.reservation.released) this.reservation.unpin();
+    if (this.activeRequests === 0 && this.reservation !== undefined && !this.reservation.released) this.reservation.unpin();
   }
 
   /**
@@ -110,10 +115,8 @@ export class VersionMemory {
   chargeFootprint(bytes: number): void {
     if (this.destroyed || this.reservation !== undefined) return;
     const reservation = this.reserve(bytes);
-    // reserve() pinned it once; pins are counted, one per running request,
-    // so the requests already running unpin it when they finish.
+    // reserve() pinned it once: the running requests' one pin, which the last of them drops.
     if (this.activeRequests === 0) reservation.unpin();
-    for (let i = 1; i < this.activeRequests; i++) reservation.pin();
     this.reservation = reservation;
   }
 

@@ -212,8 +212,9 @@ class BodyIdleWatch {
       this.framing.feed(chunk);
       this.update();
     });
-    stream.once('end', () => this.halfClosed());
-    stream.once('close', () => {
+    // `on`, not `once` (no wrapper per call): a stream emits each of these once.
+    stream.on('end', () => this.halfClosed());
+    stream.on('close', () => {
       this.closed = true;
       this.disarm();
     });

@@ -21,6 +21,10 @@
  *
  * Anything the scan cannot follow (a truncated or malformed message) is left
  * to the decoder, which reports it as it always has. Pure; any thread.
+ *
+ * A message that passes (nearly all of them) costs the walk and nothing
+ * else: the names a refusal quotes are decoded and echoed only when one is
+ * made, and an input without typed contents allocates no record of them.
  */
 import { invalidArgument } from '../common/serving-error.js';
 import { echo } from '../common/echo.js';
@@ -89,13 +93,21 @@ class Reader {
     throw new Malformed();
   }
 
-  /** The [start, end) of a length-delimited field's payload; moves past it. */
-  len(): [number, number] {
+  /** The end of the payload `len()` last passed (exclusive). */
+  fieldEnd = 0;
+
+  /**
+   * Moves past a length-delimited field's payload; returns where it starts,
+   * its end is in `fieldEnd` (no pair is allocated: every field of every
+   * request passes here).
+   */
+  len(): number {
     const length = this.varint();
     const start = this.pos;
     if (length > this.end - start) throw new Malformed();
     this.pos = start + length;
-    return [start, this.pos];
+    this.fieldEnd = this.pos;
+    return start;
   }
 
   skip(wire: number): void {
@@ -113,12 +125,20 @@ class Reader {
 }
 
 interface InputScan {
-  name: string;
+  /** Where the input's name is in the message (the latest `name` field seen so far); -1: none yet. */
+  nameStart: number;
+  nameEnd: number;
   dims: number[];
-  /** Elements the shape holds; 0 when a dimension is negative (no element fits). */
+  /** Typed content elements counted so far. */
   contents: number;
-  /** The content fields present, for the message. */
-  fields: Set<string>;
+}
+
+/**
+ * The input's name as a refusal quotes it: its first 256 bytes, decoded, or
+ * `#index` when none has been seen yet. Only ever called to build a refusal.
+ */
+function inputName(buf: Uint8Array, input: InputScan, index: number): string {
+  return input.nameStart < 0 ? `#${index}` : NAMES.decode(buf.subarray(input.nameStart, Math.min(input.nameEnd, input.nameStart + 256)));
 }
 
 /** Refuses (throws INVALID_ARGUMENT) a ModelInferRequest that cannot fit its declared inputs; see the file comment. */
@@ -133,7 +153,7 @@ export function prescanInferRequest(bytes: Uint8Array): void {
 
 function scan(bytes: Uint8Array): void {
   const r = new Reader(bytes, 0, bytes.length);
-  const inputs: InputScan[] = [];
+  let inputs = 0;
   let outputs = 0;
   let raw = 0;
   let parameters = 0;
@@ -146,77 +166,89 @@ function scan(bytes: Uint8Array): void {
       r.skip(wire);
       continue;
     }
-    const [start, end] = r.len();
+    const start = r.len();
+    const end = r.fieldEnd;
     if (field === 4) {
-      parameters = bounded(parameters + 1, PRESCAN_LIMITS.parameters, 'parameters', 'entries in the request parameters');
+      parameters += 1;
+      if (parameters > PRESCAN_LIMITS.parameters) throw tooMany('parameters', PRESCAN_LIMITS.parameters, 'entries in the request parameters');
     } else if (field === 5) {
-      bounded(inputs.length + 1, PRESCAN_LIMITS.inputs, 'inputs', 'inputs');
-      const input = scanInput(new Reader(bytes, start, end), inputs.length, PRESCAN_LIMITS.typedElements - typed);
-      inputs.push(input);
-      typed += input.contents;
+      if (inputs === PRESCAN_LIMITS.inputs) throw tooMany('inputs', PRESCAN_LIMITS.inputs, 'inputs');
+      typed += scanInput(new Reader(bytes, start, end), inputs, PRESCAN_LIMITS.typedElements - typed);
+      inputs += 1;
     } else if (field === 6) {
-      outputs = bounded(outputs + 1, PRESCAN_LIMITS.outputs, 'outputs', 'requested outputs');
+      outputs += 1;
+      if (outputs > PRESCAN_LIMITS.outputs) throw tooMany('outputs', PRESCAN_LIMITS.outputs, 'requested outputs');
       scanOutput(new Reader(bytes, start, end), outputs - 1);
     } else {
       // Fail fast: more raw entries than inputs can ever be is refused without counting further.
-      raw = bounded(raw + 1, PRESCAN_LIMITS.inputs, 'raw_input_contents', 'entries (one per input)');
+      raw += 1;
+      if (raw > PRESCAN_LIMITS.inputs) throw tooMany('raw_input_contents', PRESCAN_LIMITS.inputs, 'entries (one per input)');
     }
   }
-  if (raw > inputs.length) {
-    throw invalidArgument(`raw_input_contents: expected at most one entry per input (${inputs.length}), got ${raw}`);
+  if (raw > inputs) {
+    throw invalidArgument(`raw_input_contents: expected at most one entry per input (${inputs}), got ${raw}`);
   }
 }
 
-/** `typedLeft`: typed elements the message may still hold (PRESCAN_LIMITS.typedElements less the earlier inputs'). */
-function scanInput(r: Reader, index: number, typedLeft: number): InputScan {
-  const input: InputScan = { name: `#${index}`, dims: [], contents: 0, fields: new Set() };
+/**
+ * Checks one input; returns its typed content elements. `typedLeft`: typed
+ * elements the message may still hold (PRESCAN_LIMITS.typedElements less the
+ * earlier inputs').
+ */
+function scanInput(r: Reader, index: number, typedLeft: number): number {
+  const input: InputScan = { nameStart: -1, nameEnd: -1, dims: [], contents: 0 };
   let parameters = 0;
-  const contents: Array<[number, number]> = [];
+  // Typed contents, checked once the shape is known (fields may come in any order); most inputs have none.
+  let contents: Array<[number, number]> | undefined;
   while (!r.done) {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
     if (field === 1 && wire === WIRE_LEN) {
-      const [start, end] = r.len();
-      input.name = NAMES.decode(r.buf.subarray(start, Math.min(end, start + 256)));
+      input.nameStart = r.len();
+      input.nameEnd = r.fieldEnd;
     } else if (field === 3 && wire === WIRE_VARINT) {
-      pushDim(input, r.varint());
+      pushDim(r.buf, input, index, r.varint());
     } else if (field === 3 && wire === WIRE_LEN) {
-      const [start, end] = r.len();
-      const packed = new Reader(r.buf, start, end);
-      while (!packed.done) pushDim(input, packed.varint());
+      const start = r.len();
+      const packed = new Reader(r.buf, start, r.fieldEnd);
+      while (!packed.done) pushDim(r.buf, input, index, packed.varint());
     } else if (field === 4 && wire === WIRE_LEN) {
       r.len();
-      parameters = bounded(parameters + 1, PRESCAN_LIMITS.parameters, `input ${echo(input.name)}: parameters`, 'entries');
+      parameters += 1;
+      if (parameters > PRESCAN_LIMITS.parameters) {
+        throw tooMany(`input ${echo(inputName(r.buf, input, index))}: parameters`, PRESCAN_LIMITS.parameters, 'entries');
+      }
     } else if (field === 5 && wire === WIRE_LEN) {
-      // Checked once the shape is known: fields may come in any order.
-      contents.push(r.len());
+      const start = r.len();
+      (contents ??= []).push([start, r.fieldEnd]);
     } else {
       r.skip(wire);
     }
   }
+  if (contents === undefined) return 0;
   const capacity = input.dims.reduce((product, dim) => product * Math.max(0, dim), 1);
   // Counting stops at the first element past either bound: a flood costs the bound, not its size.
   const limit = Math.min(capacity, typedLeft);
+  const fields = new Set<string>();
   for (const [start, end] of contents) {
-    input.contents += contentElements(new Reader(r.buf, start, end), input.fields, limit - input.contents);
+    input.contents += contentElements(new Reader(r.buf, start, end), fields, limit - input.contents);
     if (input.contents <= limit) continue;
-    const fields = [...input.fields].join(', ');
+    const name = echo(inputName(r.buf, input, index));
+    const used = [...fields].join(', ');
     if (capacity <= typedLeft) {
-      throw invalidArgument(
-        `input ${echo(input.name)}: ${fields}: expected at most ${capacity} elements (shape [${input.dims.join(',')}]), got more`,
-      );
+      throw invalidArgument(`input ${name}: ${used}: expected at most ${capacity} elements (shape [${input.dims.join(',')}]), got more`);
     }
     throw invalidArgument(
-      `input ${echo(input.name)}: ${fields}: typed contents of all inputs together hold more than ${PRESCAN_LIMITS.typedElements} elements; ` +
+      `input ${name}: ${used}: typed contents of all inputs together hold more than ${PRESCAN_LIMITS.typedElements} elements; ` +
         'send large tensors in raw_input_contents',
     );
   }
-  return input;
+  return input.contents;
 }
 
-function pushDim(input: InputScan, raw: number): void {
-  bounded(input.dims.length + 1, PRESCAN_LIMITS.dims, `input ${echo(input.name)}: shape`, 'dimensions');
+function pushDim(buf: Uint8Array, input: InputScan, index: number, raw: number): void {
+  if (input.dims.length === PRESCAN_LIMITS.dims) throw tooMany(`input ${echo(inputName(buf, input, index))}: shape`, PRESCAN_LIMITS.dims, 'dimensions');
   // A negative int64 is a 10-byte varint of 2^64 + value; any value that large means "negative" here.
   input.dims.push(raw >= 2 ** 63 ? raw - 2 ** 64 : raw);
 }
@@ -257,7 +289,8 @@ function contentElements(r: Reader, fields: Set<string>, limit: number): number 
       continue;
     }
     // A packed run of numbers.
-    const [start, end] = r.len();
+    const start = r.len();
+    const end = r.fieldEnd;
     if (field === 6) count += Math.floor((end - start) / 4);
     else if (field === 7) count += Math.floor((end - start) / 8);
     else for (let i = start; i < end && count <= limit; i += 1) if (buf[i]! < 0x80) count += 1;
@@ -267,26 +300,31 @@ function contentElements(r: Reader, fields: Set<string>, limit: number): number 
 }
 
 function scanOutput(r: Reader, index: number): void {
-  let name = `#${index}`;
+  // Where the latest name field is (a refusal quotes it); -1: none yet.
+  let nameStart = -1;
+  let nameEnd = -1;
   let parameters = 0;
   while (!r.done) {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
     if (field === 1 && wire === WIRE_LEN) {
-      const [start, end] = r.len();
-      name = NAMES.decode(r.buf.subarray(start, Math.min(end, start + 256)));
+      nameStart = r.len();
+      nameEnd = r.fieldEnd;
     } else if (field === 2 && wire === WIRE_LEN) {
       r.len();
-      parameters = bounded(parameters + 1, PRESCAN_LIMITS.parameters, `output ${echo(name)}: parameters`, 'entries');
+      parameters += 1;
+      if (parameters > PRESCAN_LIMITS.parameters) {
+        const name = nameStart < 0 ? `#${index}` : NAMES.decode(r.buf.subarray(nameStart, Math.min(nameEnd, nameStart + 256)));
+        throw tooMany(`output ${echo(name)}: parameters`, PRESCAN_LIMITS.parameters, 'entries');
+      }
     } else {
       r.skip(wire);
     }
   }
 }
 
-/** `count`, or INVALID_ARGUMENT once it passes `limit`. */
-function bounded(count: number, limit: number, where: string, what: string): number {
-  if (count > limit) throw invalidArgument(`${where}: expected at most ${limit} ${what}, got more`);
-  return count;
+/** The refusal of a count past its limit (built only when one is refused). */
+function tooMany(where: string, limit: number, what: string): Error {
+  return invalidArgument(`${where}: expected at most ${limit} ${what}, got more`);
 }

@@ -58,11 +58,13 @@ export function parseTraceparent(value: string): string | undefined {
  * cancellation, so it is not recorded.
  */
 export function watchCancellation(call: {
-  once(event: 'cancelled', listener: () => void): unknown;
+  on(event: 'cancelled', listener: () => void): unknown;
   getDeadline(): Date | number;
 }): () => number | undefined {
   let cancelledAtMs: number | undefined;
-  call.once('cancelled', () => {
+  // `on`, not `once`: no wrapper per call; the first cancellation is the one kept.
+  call.on('cancelled', () => {
+    if (cancelledAtMs !== undefined) return;
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
     if (Date.now() < deadlineMs) cancelledAtMs = epochMs();

@@ -114,6 +114,9 @@ export class ServerDoors {
       'grpc.max_receive_message_length': options.maxMessageBytes,
       // Outputs can be large; Triton's clients accept up to about 2 GiB.
       'grpc.max_send_message_length': 256 * 1024 * 1024,
+      // No channelz: hotpath serves no channelz service, so its per-call
+      // trackers (closures, listeners, timestamps on every message) bought nothing.
+      'grpc.enable_channelz': 0,
       // Streams per connection, idle and age limits, keepalive (--grpc-max-concurrent-streams...).
       ...grpcConnectionOptions(options.connections),
       // Admission runs before grpc-js reads a call's message; bound late (the gate and limits are built below).

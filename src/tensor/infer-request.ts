@@ -141,6 +141,49 @@ export function prepareInference(
   }
 }
 
+/**
+ * A numeric request validated for a version's batcher: the same checks, in
+ * the same order and with the same messages, as prepareInference, and only
+ * what the batcher takes, with nothing copied.
+ */
+export interface BatchedInference {
+  /** Rows in this request (1 for models without batching). */
+  readonly batchSize: number;
+  /**
+   * Each input's bytes, in the model's input order (`signature.inputs`),
+   * whatever order the request listed them in: views of the request's own
+   * bytes (raw inputs) or of the array its typed contents were read into.
+   */
+  readonly inputs: Uint8Array[];
+  /** Each input's shape as the model sees it (`reshape` applied), rows first when batching; model order. */
+  readonly dims: (readonly number[])[];
+  /** Outputs to return, in response order. */
+  readonly outputs: readonly TensorSpec[];
+  readonly scheduling: SchedulingParameters;
+}
+
+/** prepareInference for a version whose numeric requests go through its batcher (see BatchedInference). */
+export function prepareBatchedInference(request: ModelInferRequest, signature: ModelSignature): BatchedInference {
+  const scheduling = schedulingParameters(request.parameters);
+  const useRaw = checkRawCount(request);
+  const count = request.inputs.length;
+  const seen = count > 1 ? new Set<string>() : undefined;
+  let batchSize: number | undefined;
+  // Sized for the model's inputs: a request with more is refused (unknown or repeated input) before it could overflow.
+  const inputs = new Array<Uint8Array>(signature.inputs.length);
+  const dims = new Array<readonly number[]>(signature.inputs.length);
+  for (let index = 0; index < count; index += 1) {
+    const payload = checkedInput(request, index, signature, useRaw, seen, batchSize, false);
+    if (signature.maxBatchSize > 0) batchSize = payload.dims[0];
+    const at = signature.inputIndex.get(payload.name)!;
+    const data = payload.data;
+    inputs[at] = data instanceof Uint8Array ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    dims[at] = payload.dims;
+  }
+  checkNoneMissing(request, signature, seen);
+  return { batchSize: batchSize ?? 1, inputs, dims, outputs: requestedOutputs(request, signature), scheduling };
+}
+
 function prepareInto(
   request: ModelInferRequest,
   signature: ModelSignature,
@@ -149,12 +192,7 @@ function prepareInto(
   copy: boolean,
 ): PreparedInference {
   const scheduling = schedulingParameters(request.parameters);
-  const useRaw = request.rawInputContents.length > 0;
-  if (useRaw && request.rawInputContents.length !== request.inputs.length) {
-    throw invalidArgument(
-      `raw_input_contents has ${request.rawInputContents.length} entries but the request has ${request.inputs.length} inputs; expected one entry per input`,
-    );
-  }
+  const useRaw = checkRawCount(request);
   // Duplicates are looked for only among several inputs (a model's usual one cannot repeat).
   const seen = request.inputs.length > 1 ? new Set<string>() : undefined;
   let batchSize: number | undefined;
@@ -162,32 +200,10 @@ function prepareInto(
   const transfer: ArrayBuffer[] = [];
 
   for (let index = 0; index < request.inputs.length; index += 1) {
-    const input = request.inputs[index]!;
-    const spec = signature.inputsByName.get(input.name);
-    if (spec === undefined) {
-      throw invalidArgument(
-        `unknown input ${echo(input.name)} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
-      );
-    }
-    if (seen !== undefined) {
-      if (seen.has(input.name)) throw invalidArgument(`input ${echo(input.name)} is given more than once`);
-      seen.add(input.name);
-    }
-    if (input.datatype !== spec.datatype) {
-      throw invalidArgument(`input '${spec.name}': expected datatype ${spec.datatype}, got ${echoField(input.datatype) || '(empty)'}`);
-    }
-    const shape = checkedShape(input, spec, signature);
-    if (signature.maxBatchSize > 0) {
-      const rows = shape[0] as number;
-      if (batchSize !== undefined && rows !== batchSize) {
-        throw invalidArgument(`input '${spec.name}': batch size ${rows} differs from the other inputs' batch size ${batchSize}`);
-      }
-      batchSize = rows;
-    }
-    const rawBytes = useRaw ? request.rawInputContents[index] : undefined;
     // With an arena, raw bytes are copied once, straight into the block (see intoArena).
-    // `copy` false: raw inputs stay views of the request (the batcher copies them once).
-    const payload = inputPayload(input, spec, shape, signature.maxBatchSize > 0, rawBytes, copy && allocate === undefined);
+    // `copy` false: raw inputs stay views of the request (the caller copies them once).
+    const payload = checkedInput(request, index, signature, useRaw, seen, batchSize, copy && allocate === undefined);
+    if (signature.maxBatchSize > 0) batchSize = payload.dims[0];
     if (allocate !== undefined && payload.type !== 'string' && payload.data.byteLength > 0) {
       inputs.push(intoArena(payload, allocate, blocks));
     } else {
@@ -195,7 +211,65 @@ function prepareInto(
       if (payload.data.byteLength > 0) transfer.push(payload.data.buffer as ArrayBuffer);
     }
   }
+  checkNoneMissing(request, signature, seen);
+  return { batchSize: batchSize ?? 1, inputs, transfer, blocks, outputs: requestedOutputs(request, signature), scheduling };
+}
 
+/** Whether the inputs' bytes are in raw_input_contents; refuses a count of entries that does not match the inputs. */
+function checkRawCount(request: ModelInferRequest): boolean {
+  const useRaw = request.rawInputContents.length > 0;
+  if (useRaw && request.rawInputContents.length !== request.inputs.length) {
+    throw invalidArgument(
+      `raw_input_contents has ${request.rawInputContents.length} entries but the request has ${request.inputs.length} inputs; expected one entry per input`,
+    );
+  }
+  return useRaw;
+}
+
+/**
+ * The request's input `index`, checked against the signature in the order
+ * its errors are reported (name, repetition, datatype, shape, batch size
+ * against `batchSize`, the earlier inputs' rows, then its contents), as the
+ * payload the model takes: dims with `reshape` applied, rows first when
+ * batching. `seen` collects the names (several inputs only). `ownCopy`
+ * false: raw bytes stay a view of the request.
+ */
+function checkedInput(
+  request: ModelInferRequest,
+  index: number,
+  signature: ModelSignature,
+  useRaw: boolean,
+  seen: Set<string> | undefined,
+  batchSize: number | undefined,
+  ownCopy: boolean,
+): TensorPayload {
+  const input = request.inputs[index]!;
+  const spec = signature.inputsByName.get(input.name);
+  if (spec === undefined) {
+    throw invalidArgument(
+      `unknown input ${echo(input.name)} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
+    );
+  }
+  if (seen !== undefined) {
+    if (seen.has(input.name)) throw invalidArgument(`input ${echo(input.name)} is given more than once`);
+    seen.add(input.name);
+  }
+  if (input.datatype !== spec.datatype) {
+    throw invalidArgument(`input '${spec.name}': expected datatype ${spec.datatype}, got ${echoField(input.datatype) || '(empty)'}`);
+  }
+  const shape = checkedShape(input, spec, signature);
+  if (signature.maxBatchSize > 0) {
+    const rows = shape[0] as number;
+    if (batchSize !== undefined && rows !== batchSize) {
+      throw invalidArgument(`input '${spec.name}': batch size ${rows} differs from the other inputs' batch size ${batchSize}`);
+    }
+  }
+  const rawBytes = useRaw ? request.rawInputContents[index] : undefined;
+  return inputPayload(input, spec, shape, signature.maxBatchSize > 0, rawBytes, ownCopy);
+}
+
+/** Refuses a request that leaves out one of the model's inputs (`seen`: the names given, when there were several). */
+function checkNoneMissing(request: ModelInferRequest, signature: ModelSignature, seen: Set<string> | undefined): void {
   const only = request.inputs.length === 1 ? request.inputs[0]!.name : undefined;
   const missing = seen !== undefined
     ? signature.inputs.filter((spec) => !seen.has(spec.name))
@@ -207,7 +281,6 @@ function prepareInto(
       `missing input${missing.length > 1 ? 's' : ''} ${missing.map((s) => `'${s.name}'`).join(', ')} for model '${signature.name}'; expected inputs: ${listNames(signature.inputs)}`,
     );
   }
-  return { batchSize: batchSize ?? 1, inputs, transfer, blocks, outputs: requestedOutputs(request, signature), scheduling };
 }
 
 /** Moves a validated input into an arena block (the request's one copy into shared memory). */

@@ -25,6 +25,8 @@ export interface ModelSignature {
   readonly inputs: readonly TensorSpec[];
   readonly outputs: readonly TensorSpec[];
   readonly inputsByName: ReadonlyMap<string, TensorSpec>;
+  /** Each input's place in `inputs` (the model's order, which a batch's inputs follow). */
+  readonly inputIndex: ReadonlyMap<string, number>;
   readonly outputsByName: ReadonlyMap<string, TensorSpec>;
 }
 
@@ -37,6 +39,7 @@ export function signatureFromConfig(config: ModelConfig): ModelSignature {
     inputs,
     outputs,
     inputsByName: new Map(inputs.map((spec) => [spec.name, spec])),
+    inputIndex: new Map(inputs.map((spec, i) => [spec.name, i])),
     outputsByName: new Map(outputs.map((spec) => [spec.name, spec])),
   };
 }

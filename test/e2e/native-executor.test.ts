@@ -187,6 +187,28 @@ describe('scoring on the native executor', () => {
     expectClose(readF32((good as PromiseFulfilledResult<Message>).value['raw_output_contents'][0]), expected['probability']!.data as Float32Array);
   });
 
+  it("answers inputs listed in any order, not only the model's, on onnxruntime and on the executor", async () => {
+    const rows = 3;
+    const rng = new SeededRandom(78);
+    const dense = Float32Array.from({ length: rows * 13 }, () => rng.uniform(-1, 1));
+    const ids = BigInt64Array.from({ length: rows * 8 }, () => BigInt(rng.int(1000)));
+    const expected = await directRun(deepModelPath, {
+      dense: new ort.Tensor('float32', dense, [rows, 13]),
+      categorical: new ort.Tensor('int64', ids, [rows, 8]),
+    });
+    for (const model of ['ctr_deep', 'deep_native']) {
+      const response = await served.client.call('ModelInfer', {
+        model_name: model,
+        inputs: [
+          { name: 'categorical', datatype: 'INT64', shape: [rows, 8] },
+          { name: 'dense', datatype: 'FP32', shape: [rows, 13] },
+        ],
+        raw_input_contents: [Buffer.from(ids.buffer), f32Bytes(dense)],
+      });
+      expectClose(readF32(response['raw_output_contents'][0]), expected['probability']!.data as Float32Array);
+    }
+  });
+
   it('batches concurrent requests into the executor, each answered with its own rows', async () => {
     const inputs = Array.from({ length: 48 }, (_, i) => features(1 + (i % 3), 100 + i));
     const responses = await Promise.all(inputs.map((values) => served.client.call('ModelInfer', request('ctr_native', values))));

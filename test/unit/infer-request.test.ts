@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ServingError } from '../../src/common/serving-error.js';
 import { ModelInferRequestSchema, type ModelInferRequest } from '../../src/generated/grpc_service_pb.js';
 import { DataType, ModelConfigSchema } from '../../src/generated/model_config_pb.js';
-import { prepareInference } from '../../src/tensor/infer-request.js';
+import { prepareBatchedInference, prepareInference } from '../../src/tensor/infer-request.js';
 import { signatureFromConfig } from '../../src/tensor/model-signature.js';
 import type { ArenaTensorPayload, TensorPayload } from '../../src/workers/worker-protocol.js';
 import { Arena } from '../../src/native/arena.js';
@@ -177,6 +177,60 @@ describe('prepareInference', () => {
     const unknown = validCtr();
     unknown.outputs.push({ $typeName: 'inference.ModelInferRequest.InferRequestedOutputTensor', name: 'scores', parameters: {} });
     expect(rejection(() => prepareInference(unknown, ctr)).message).toMatch(/unknown output 'scores'.*expected one of: 'score'/);
+  });
+});
+
+describe('prepareBatchedInference', () => {
+  it("takes the inputs in the model's order, whatever order the request lists them in, as views of the request's bytes", () => {
+    const reversed = validCtr();
+    reversed.inputs.reverse();
+    reversed.rawInputContents.reverse();
+    const prepared = prepareBatchedInference(reversed, ctr);
+    expect(prepared.batchSize).toBe(2);
+    expect(prepared.dims).toEqual([[2, 4], [2, 3]]);
+    expect(Array.from(new Float32Array(prepared.inputs[0]!.slice().buffer))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(Array.from(new BigInt64Array(prepared.inputs[1]!.slice().buffer))).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
+    // Not copied: the batcher copies them once, into the batch.
+    expect(prepared.inputs[0]!.buffer).toBe(reversed.rawInputContents[1]!.buffer);
+    expect(prepared.outputs.map((o) => o.name)).toEqual(['score']);
+    expect(prepared.scheduling).toEqual({ priority: 0, timeoutUs: 0 });
+  });
+
+  it('gives typed contents as byte views of the array they were read into', () => {
+    const prepared = prepareBatchedInference(
+      request({
+        inputs: [
+          { name: 'ids', datatype: 'INT64', shape: [1n, 1n], contents: { int64Contents: [7n] } },
+          { name: 'features', datatype: 'FP32', shape: [1n, 4n], contents: { fp32Contents: [1, 2, 3, 4] } },
+        ],
+      }),
+      ctr,
+    );
+    expect(prepared.inputs.map((bytes) => bytes.byteLength)).toEqual([16, 8]);
+    expect(Array.from(new Float32Array(prepared.inputs[0]!.slice().buffer))).toEqual([1, 2, 3, 4]);
+    expect(prepared.dims).toEqual([[1, 4], [1, 1]]);
+  });
+
+  it('refuses every malformed request with the very message prepareInference gives', () => {
+    const cases: Array<(r: ModelInferRequest) => void> = [
+      (r) => { r.inputs.pop(); r.rawInputContents.pop(); },
+      (r) => { r.inputs[1]!.name = 'idz'; },
+      (r) => { r.inputs[1] = { ...r.inputs[0]! }; },
+      (r) => { r.inputs[0]!.datatype = 'FP64'; },
+      (r) => { r.inputs[0]!.shape = [8n]; },
+      (r) => { r.inputs[0]!.shape = [9n, 4n]; },
+      (r) => { r.inputs[1]!.shape = [3n, 2n]; },
+      (r) => { r.inputs[0]!.shape = [2n, -4n]; },
+      (r) => { r.rawInputContents[0] = f32(1, 2, 3); },
+      (r) => { r.rawInputContents.pop(); },
+      (r) => { r.outputs.push({ $typeName: 'inference.ModelInferRequest.InferRequestedOutputTensor', name: 'scores', parameters: {} }); },
+      (r) => { r.parameters['priority'] = { $typeName: 'inference.InferParameter', parameterChoice: { case: 'stringParam', value: 'abc' } }; },
+    ];
+    for (const spoil of cases) {
+      const r = validCtr();
+      spoil(r);
+      expect(rejection(() => prepareBatchedInference(r, ctr)).message).toBe(rejection(() => prepareInference(r, ctr)).message);
+    }
   });
 });
 
