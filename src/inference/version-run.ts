@@ -88,11 +88,11 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
       const outputs = prepared.outputs.map((spec) => {
         const output = rows.result.outputs.get(spec.name);
         if (output === undefined) throw new Error(`model produced no output named '${spec.name}'`);
-        const mine = rows.whole
-          ? { bytes: output.bytes, dims: [...output.dims] }
-          : requestRows(output, rows.result.rows, rows.rowOffset, rows.rows);
         // A copy of this request's rows: the batch's blocks are reused once every request is done.
-        return { name: spec.name, type: spec.ortType, dims: mine.dims, data: mine.bytes.slice() };
+        const mine = rows.whole
+          ? { bytes: output.copy(0, output.byteLength), dims: [...output.dims] }
+          : requestRows(output, rows.result.rows, rows.rowOffset, rows.rows);
+        return { name: spec.name, type: spec.ortType, dims: mine.dims, data: mine.bytes };
       });
       response = buildInferResponse(request, version.versionLabel, prepared.outputs, outputs, batched);
     } finally {
