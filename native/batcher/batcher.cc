@@ -451,11 +451,17 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
   if (wake) Wake(s);
   if (delivering) {
     Deliver(s, inline_work);
+    bool stopping = false;
     {
       std::lock_guard<std::mutex> guard(s.mu);
       --s.deliveries_in_flight;
+      stopping = s.stop.load(std::memory_order_acquire);
     }
-    s.cv.notify_all();  // Stop() may be waiting for this delivery
+    // Only Stop() waits for deliveries, and it sets `stop` before it waits:
+    // notifying otherwise would wake the loop thread (it waits on the same
+    // condition variable) for nothing, a futex wake and a turn on a core per
+    // unbatched request.
+    if (stopping) s.cv.notify_all();
   }
   return EnqueueResult{};
 }
@@ -470,6 +476,11 @@ Status Batcher::InstanceIdle() {
                         std::to_string(s.config.instance_count) + " instances already idle");
     }
     ++s.idle_instances;
+    // An idle instance changes what the loop would do only for requests that
+    // wait in an open batch; with none, the next Enqueue decides (and seals
+    // inline) itself. Skipping the wake spares the loop thread a turn on a
+    // core per batch when requests come one at a time.
+    if (s.batches.empty() && !s.stop.load(std::memory_order_acquire)) return Status::Ok();
   }
   Wake(s);
   return Status::Ok();

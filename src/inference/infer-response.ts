@@ -76,11 +76,11 @@ export function batchRowsResponse(
     let bytes: Uint8Array;
     let shape: bigint[];
     if (rows.whole) {
-      bytes = output.bytes.slice();
+      bytes = output.copy(0, output.byteLength);
       shape = bigintDims(externalDims(spec, output.dims, batched));
     } else {
-      const rowBytes = batch.rows === 0 ? 0 : output.bytes.byteLength / batch.rows;
-      bytes = output.bytes.slice(rows.rowOffset * rowBytes, (rows.rowOffset + rows.rows) * rowBytes);
+      const rowBytes = batch.rows === 0 ? 0 : output.byteLength / batch.rows;
+      bytes = output.copy(rows.rowOffset * rowBytes, rows.rows * rowBytes);
       shape = spec.reshape === undefined ? rowsShape(rows.rows, output.dims) : bigintDims(externalDims(spec, [rows.rows, ...output.dims.slice(1)], batched));
     }
     response.outputs.push({

@@ -183,6 +183,8 @@ export interface BatcherBinding {
   batcherReleaseBatch(batcher: number, batchId: number): NativeResult<boolean>;
   /** Index < inputs.length: an input; past it, an executed batch's outputs. */
   batcherView(batcher: number, batchId: number, index: number): NativeResult<ArrayBuffer>;
+  /** Indices as batcherView's: a copy of [byteOffset, byteOffset + byteLength) in an ArrayBuffer V8 owns (nothing to detach). */
+  batcherCopyOut(batcher: number, batchId: number, index: number, byteOffset: number, byteLength: number): NativeResult<ArrayBuffer>;
   /** An executor id of this environment, or 0: sealed batches go to JS again. The creator only. */
   batcherSetTarget(batcher: number, executor: number): NativeResult<null>;
   /** The arena binding's: detaches an external ArrayBuffer. */
@@ -211,6 +213,7 @@ export const batcherExports: readonly (keyof BatcherBinding)[] = [
   'batcherAdvanceClock',
   'batcherReleaseBatch',
   'batcherView',
+  'batcherCopyOut',
   'batcherSetTarget',
   'arenaDetachView',
 ];

@@ -163,6 +163,12 @@ export interface ExecutedOutput {
   readonly shape: readonly number[];
   /** The output's bytes, zero-copy, valid until the batch is released. */
   view(): Uint8Array;
+  /**
+   * A copy of bytes [byteOffset, byteOffset + byteLength) of the output (a
+   * request's rows), in memory V8 owns: it outlives the batch and needs no
+   * detach (a view's detach costs this thread one more event-loop turn).
+   */
+  copy(byteOffset: number, byteLength: number): Uint8Array;
 }
 
 export interface ExecutionTiming {

@@ -255,8 +255,15 @@ describe.each(addonBuilds)('$kind build: executor', (build) => {
     ]);
     expect(batcher.stats()).toMatchObject({ idleInstances: 2, executionCount: 1, inferenceCount: 6, heldBatches: 1 });
     expect(arena.ownerUsage(owner).blocks).toBeGreaterThanOrEqual(2 + 2); // executor memory + input and output block
+    // copy(): one request's rows (the second request's 3 scores), the caller's own bytes.
+    const copied = result.outputs[0]!.copy(4, 12);
+    expect(floatsOf(copied)).toEqual(scores.subarray(1, 4));
+    expect(() => result.outputs[0]!.copy(20, 8)).toThrow(/past the block's 24/);
     batch.release();
     expect(() => result.outputs[0]!.view()).toThrow(/was released/);
+    expect(() => result.outputs[0]!.copy(0, 4)).toThrow(/was released/);
+    // The copy outlives the batch, and is not a view of its memory.
+    expect(floatsOf(copied)).toEqual(scores.subarray(1, 4));
 
     // A failed batch keeps its inputs, so the caller can run it elsewhere.
     executor.injectFault('transient');
