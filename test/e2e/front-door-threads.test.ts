@@ -126,12 +126,18 @@ describe('--front-door-threads 2', () => {
   });
 
   it('drains the calls open in both threads on SIGTERM and exits 0', async () => {
-    // Two new connections: round-robin gives one to each thread.
+    // Two new connections, one after the other: round-robin gives one to each thread.
     const a = ownConnection();
+    await a.call('ServerLive', {});
     const b = ownConnection();
-    const slow = (id: string) => infer([1], { id, parameters: { hotpath_fault: { string_param: 'delay:300' } } });
+    await b.call('ServerLive', {});
+    const slow = (id: string) => infer([1], { id, parameters: { hotpath_fault: { string_param: 'delay:1000' } } });
     const calls = [a.call('ModelInfer', slow('a')), b.call('ModelInfer', slow('b'))];
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Both calls reached the request path (forwarded by their threads) before the signal.
+    for (let i = 0; (await scrape(server.metricsPort)).get('hotpath_inflight_requests') !== 2; i++) {
+      if (i === 200) throw new Error('the two slow calls never were in flight together');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const exited = server.stop();
     const answers = await Promise.all(calls);
     expect(answers.map((m) => m['id'])).toEqual(['a', 'b']);
