@@ -53,6 +53,8 @@ export interface DoorThreadFigures {
 interface Slot {
   worker: Worker;
   ready: Promise<void>;
+  /** Built its servers and not exited: connections may go to it. */
+  live: boolean;
   /** Open connections handed to this thread: id → frees its slot under the caps. */
   readonly open: Map<number, () => void>;
   connections: number;
@@ -91,9 +93,15 @@ export class FrontDoorThreads {
 
   /** The acceptor's hand-off: the next door thread takes the descriptor. */
   readonly handOff: HandOff = (door, fd, release) => {
-    if (this.stopping || this.slots.length === 0) return false;
-    const slot = this.slots[this.next]!;
-    this.next = (this.next + 1) % this.slots.length;
+    if (this.stopping) return false;
+    // The next live door thread (a replacement still starting takes its turn once ready); none: the acceptor closes it.
+    let slot: Slot | undefined;
+    for (let tries = 0; tries < this.slots.length && slot === undefined; tries += 1) {
+      const candidate = this.slots[this.next]!;
+      this.next = (this.next + 1) % this.slots.length;
+      if (candidate.live) slot = candidate;
+    }
+    if (slot === undefined) return false;
     const id = this.nextId++;
     slot.open.set(id, release);
     slot.connections += 1;
@@ -150,6 +158,7 @@ export class FrontDoorThreads {
         markReady = resolve;
         failStart = reject;
       }),
+      live: false,
       open: new Map(),
       connections,
       drained: undefined,
@@ -159,6 +168,7 @@ export class FrontDoorThreads {
     worker.on('message', (message: FromDoorMessage) => {
       switch (message.type) {
         case 'ready':
+          slot.live = true;
           markReady();
           return;
         case 'closed':
@@ -175,6 +185,8 @@ export class FrontDoorThreads {
     });
     worker.on('error', (err) => doorLog.error({ err }, 'door thread failed'));
     worker.on('exit', (code) => {
+      const wasLive = slot.live;
+      slot.live = false;
       // Its sockets closed with it: their slots under the caps are free.
       const reset = slot.open.size;
       for (const release of slot.open.values()) release();
@@ -183,6 +195,11 @@ export class FrontDoorThreads {
       failStart(new Error(`door thread ${index} exited (code ${code}) before it was ready`));
       if (this.stopping) return;
       this.exits += 1;
+      // One that never got ready would fail the same way again: no respawn loop; the others take its turns.
+      if (!wasLive) {
+        doorLog.error({ code }, 'door thread exited before it was ready: not replaced; the other door threads take its connections');
+        return;
+      }
       doorLog.error({ code, open_connections_reset: reset }, 'door thread exited: its connections are reset; starting a new one');
       const replacement = this.spawn(index, slot.connections);
       this.slots[index] = replacement;

@@ -3,14 +3,19 @@
  * from the cores (server/door-threads.ts), the flag's parsing and checks
  * (server/door-options.ts), the REST admission table a door decides from
  * before a body (server/door-forwarding.ts), and the pass-through gRPC
- * definition (every method, paths and stream kinds kept, bytes untouched).
+ * definition (every method, paths and stream kinds kept, bytes untouched);
+ * and a door thread that cannot start fails start() and is not respawned.
  */
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { service as healthService } from 'grpc-health-check';
 import { GRPCInferenceService } from '../../src/generated/grpc_service_pb.js';
 import { fillServeOptions, parseServeOptions } from '../../src/cli/serve-options.js';
 import { passThroughDefinition, restRpcOf } from '../../src/server/door-forwarding.js';
-import { frontDoorThreadCount } from '../../src/server/door-threads.js';
+import { FrontDoorThreads, frontDoorThreadCount } from '../../src/server/door-threads.js';
+import type { DoorThreadSettings } from '../../src/server/door-thread-settings.js';
 import { serviceDefinitionFor } from '../../src/server/grpc-service-definition.js';
 
 describe('--front-door-threads', () => {
@@ -58,5 +63,30 @@ describe('a door thread', () => {
     const bytes = Buffer.from([8, 1, 0xff]);
     expect(passed['ModelInfer']!.requestDeserialize(bytes)).toBe(bytes);
     expect(passed['ModelInfer']!.responseSerialize(bytes)).toBe(bytes);
+  });
+});
+
+describe('FrontDoorThreads', () => {
+  it('fails start() when a door thread cannot build its servers, without starting it again', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const missing = path.join(os.tmpdir(), `hotpath-no-such-cert-${process.pid}.pem`);
+    const settings = (index: number): DoorThreadSettings => ({
+      index,
+      logLevel: 'info',
+      maxMessageBytes: 1024,
+      connections: undefined,
+      headerTimeoutMs: 1000,
+      bodyIdleTimeoutMs: 1000,
+      grpcIgnoreIdleStreamFrames: false,
+      access: { requireApiKey: false, apiKeys: [], adminTenant: undefined, grpcRestrictedProtocol: [], httpRestrictedApi: [] },
+      grpc: { tls: { certFile: missing, keyFile: missing, mutual: false }, forwardPath: path.join(os.tmpdir(), 'unused.sock') },
+      http: undefined,
+    });
+    const threads = new FrontDoorThreads(1, settings, logger);
+    await expect(threads.start()).rejects.toThrow(/door thread 0 exited \(code 1\) before it was ready/);
+    expect(threads.handOff('grpc', 0, () => {})).toBe(false);
+    expect(lines.some((line) => line['msg'] === 'door thread failed' && JSON.stringify(line['err']).includes(missing))).toBe(true);
+    await threads.close();
   });
 });
