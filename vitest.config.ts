@@ -51,6 +51,8 @@ const SLOW_E2E = [
     'archive-replay',
     'docker-healthcheck',
     'drift',
+    // Two door threads, four-plus connections, a model unload and reload, and a drain: about 20 s here.
+    'front-door-threads',
     'model-control',
     'model-faults',
     'production-install',

@@ -15,6 +15,7 @@
 #include "napi/failure_vocabulary_binding.h"
 #include "napi/memory_trimmer_binding.h"
 #include "napi/process_exit_binding.h"
+#include "napi/socket_handoff_binding.h"
 #include "napi/worker_binding.h"
 
 namespace {
@@ -26,6 +27,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   hotpath::napi::RegisterDeviceBinding(env, exports);
   hotpath::napi::RegisterFailureVocabularyBinding(env, exports);
   hotpath::napi::RegisterProcessExitBinding(env, exports);
+  hotpath::napi::RegisterSocketHandoffBinding(env, exports);
   // Registered before the others, so its cleanup hook (stopping the trimmer) runs after theirs.
   hotpath::napi::RegisterMemoryTrimmerBinding(env, exports);
   hotpath::napi::RegisterArenaBinding(env, exports);

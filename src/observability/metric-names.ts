@@ -51,6 +51,10 @@ export const METRIC = {
   // Requests refused by their tenant's rate or in-flight limit (src/security/tenant-limits.ts), by tenant and reason.
   tenantRejected: 'hotpath_tenant_rejected_total',
 
+  // Front-door threads (--front-door-threads, src/server/door-threads.ts): connections handed to each, and thread exits.
+  doorConnections: 'hotpath_door_connections_total',
+  doorThreadExits: 'hotpath_door_thread_exits_total',
+
   // The leak patrol (src/patrol).
   patrolRestarts: 'hotpath_patrol_restarts_total',
   modelDegraded: 'hotpath_model_degraded',
@@ -113,6 +117,8 @@ export const LABEL = {
   tensor: 'tensor',
   /** A column of that tensor (its index; bounded by hotpath_drift_max_features). */
   feature: 'feature',
+  /** A front-door thread's index (0..--front-door-threads - 1). */
+  doorThread: 'door_thread',
 } as const;
 
 /**

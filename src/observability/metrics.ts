@@ -238,6 +238,33 @@ export class ServerMetrics {
     this.tenantRejections.inc({ tenant, reason });
   }
 
+  /**
+   * Attaches the front-door threads' figures (read at scrape time; only with
+   * --front-door-threads > 1): connections handed to each door thread, and
+   * door threads that exited while serving. Once per server.
+   */
+  setDoorThreadSource(figures: () => readonly { readonly doorThread: number; readonly connections: number }[], exits: () => number): void {
+    new Counter({
+      name: METRIC.doorConnections,
+      help: 'Connections (gRPC and HTTP) the acceptor handed to each front-door thread',
+      labelNames: [LABEL.doorThread],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const figure of figures()) this.inc({ door_thread: String(figure.doorThread) }, figure.connections);
+      },
+    });
+    new Counter({
+      name: METRIC.doorThreadExits,
+      help: 'Front-door threads that exited while serving (each is replaced)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(exits());
+      },
+    });
+  }
+
   /** Attaches the arena's per-tenant statistics (read at scrape time); once per server. */
   setTenantMemorySource(source: TenantMemorySource): void {
     if (this.tenantMemory !== undefined) throw new Error('a tenant memory source is already attached');

@@ -48,7 +48,24 @@ export class ConnectionGate {
    * reached (returns false). Call on every accepted connection, first.
    */
   admit(socket: net.Socket, door: Door): boolean {
-    const peer = peerKey(socket.remoteAddress ?? 'unknown');
+    const release = this.reserve(socket.remoteAddress ?? 'unknown', door);
+    if (release === undefined) {
+      socket.destroy();
+      return false;
+    }
+    socket.once('close', release);
+    return true;
+  }
+
+  /**
+   * Counts a connection from `address` and returns what frees its slot (call
+   * it once, when the connection closes), or logs the refusal and returns
+   * undefined when a cap is reached (the caller closes the connection). For a
+   * connection that closes elsewhere: the front-door acceptor hands its
+   * sockets to door threads, which post their closes back.
+   */
+  reserve(address: string, door: Door): (() => void) | undefined {
+    const peer = peerKey(address);
     const fromPeer = this.byPeer.get(peer) ?? 0;
     const over = this.open >= this.caps.total ? 'total' : fromPeer >= this.caps.perPeer ? 'per_peer' : undefined;
     if (over !== undefined) {
@@ -64,18 +81,19 @@ export class ConnectionGate {
         },
         'connection refused: over the cap',
       );
-      socket.destroy();
-      return false;
+      return undefined;
     }
     this.open += 1;
     this.byPeer.set(peer, fromPeer + 1);
-    socket.once('close', () => {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
       this.open -= 1;
       const left = (this.byPeer.get(peer) ?? 1) - 1;
       if (left <= 0) this.byPeer.delete(peer);
       else this.byPeer.set(peer, left);
-    });
-    return true;
+    };
   }
 
   /** Makes every connection of `server` pass the gate (before its own listeners see it). */

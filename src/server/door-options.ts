@@ -6,6 +6,7 @@
  *   --grpc-port, --http-port, --metrics-port
  *   --allow-grpc, --allow-http, --allow-metrics
  *   --max-message-size, --id, --http-thread-count
+ *   --front-door-threads (server/door-threads.ts)
  */
 import { isIP } from 'node:net';
 import { booleanFlag, byteSizeFlag, integerFlag, UsageError } from '../common/flag-values.js';
@@ -34,7 +35,16 @@ export interface DoorOptions {
   maxMessageBytes: number;
   /** `--id`: the server's name in ServerMetadata and `GET /v2`. */
   serverName: string;
+  /**
+   * `--front-door-threads N|auto`: threads that take the gRPC and HTTP
+   * connections (server/door-threads.ts); 1, the default, serves both doors
+   * on the main thread as before; 'auto' is resolved from the cores there.
+   */
+  frontDoorThreads: number | 'auto';
 }
+
+/** The most front-door threads one process runs (each is a worker thread with its own heap). */
+export const MAX_FRONT_DOOR_THREADS = 64;
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
 
@@ -115,6 +125,16 @@ export const DOOR_OPTIONS: readonly OptionEntry<object>[] = [
       return raw;
     },
     check: (value) => (typeof value === 'string' && value !== '' ? undefined : 'expected a name'),
+  }),
+  option({
+    flag: 'front-door-threads', field: 'frontDoorThreads', arg: 'N|auto', default: 1 as number | 'auto',
+    help: 'threads taking the gRPC and HTTP connections, handed round-robin by one acceptor (default 1: the main thread ' +
+      'serves them; auto: 1 until the door threads serve ModelInfer themselves; see the README)',
+    parse: (raw, name) => (raw === 'auto' ? 'auto' : integerFlag(name, raw, 1, MAX_FRONT_DOOR_THREADS)),
+    check: (value) =>
+      value === 'auto' || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_FRONT_DOOR_THREADS)
+        ? undefined
+        : `expected an integer in 1..${MAX_FRONT_DOOR_THREADS} or 'auto'`,
   }),
   {
     flags: [{

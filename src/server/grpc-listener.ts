@@ -41,7 +41,7 @@ export class GrpcListener {
     const injector = grpc.createConnectionInjector(credentials);
     this.listener = net.createServer((socket) => {
       if (!this.gate.admit(socket, 'grpc')) return;
-      this.watchPreface(socket);
+      watchHttp2Preface(socket, this.headerTimeoutMs);
       injector.injectConnection(idleStreamFilter === undefined ? socket : withIdleStreamFrameFilter(socket, idleStreamFilter.onDropped));
     });
   }
@@ -67,13 +67,18 @@ export class GrpcListener {
   stopAccepting(): void {
     if (this.listener.listening) this.listener.close();
   }
+}
 
-  private watchPreface(socket: net.Socket): void {
-    // bytesRead counts what the socket delivered, also once grpc-js's HTTP/2 session consumes it.
-    const timer = setTimeout(() => {
-      if (socket.bytesRead < HTTP2_PREFACE_BYTES) socket.destroy();
-    }, this.headerTimeoutMs);
-    timer.unref();
-    socket.once('close', () => clearTimeout(timer));
-  }
+/**
+ * Closes `socket` when it has not sent the 24-byte HTTP/2 client preface (or,
+ * on TLS, as many bytes of its handshake) within `timeoutMs`. Also used by
+ * the front-door threads on the connections handed to them.
+ */
+export function watchHttp2Preface(socket: net.Socket, timeoutMs: number): void {
+  // bytesRead counts what the socket delivered, also once grpc-js's HTTP/2 session consumes it.
+  const timer = setTimeout(() => {
+    if (socket.bytesRead < HTTP2_PREFACE_BYTES) socket.destroy();
+  }, timeoutMs);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }

@@ -13,6 +13,10 @@
  */
 import http from 'node:http';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
@@ -41,6 +45,9 @@ import { GrpcListener } from './grpc-listener.js';
 import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
 import { GrpcAdmission } from './admission.js';
 import type { ServerOptions } from './server-options.js';
+import { DoorAcceptor } from './door-acceptor.js';
+import { FrontDoorThreads, frontDoorThreadCount } from './door-threads.js';
+import type { DoorThreadSettings } from './door-thread-settings.js';
 
 /** A door: the gRPC port, the HTTP port, the metrics port. */
 export type Door = 'grpc' | 'http' | 'metrics';
@@ -100,6 +107,8 @@ export class ServerDoors {
   /** The gRPC port's own listener (connection caps, header timeout); set by `listen`. */
   private grpcListener: GrpcListener | undefined;
   private readonly httpServers: http.Server[] = [];
+  /** `--front-door-threads N` > 1 (listenWithDoorThreads): the threads, the acceptor, the private sockets' folder. */
+  private doorThreads: { readonly threads: FrontDoorThreads; readonly acceptor: DoorAcceptor; readonly internal: net.Server[]; readonly dir: string } | undefined;
   private readonly log: Logger;
 
   constructor(
@@ -182,6 +191,8 @@ export class ServerDoors {
 
   /** Binds the ports and logs them. */
   async listen(): Promise<BoundPorts> {
+    const threads = frontDoorThreadCount(this.options.frontDoorThreads ?? 1);
+    if (threads > 1) return this.logPorts(await this.listenWithDoorThreads(threads));
     let grpcPort: number | undefined;
     if (this.options.allowGrpc) {
       // Our listener, grpc-js's HTTP/2 (server/grpc-listener.ts): connections are capped and timed before grpc-js sees them.
@@ -197,24 +208,143 @@ export class ServerDoors {
         throw portError(err, 'grpc', address, this.options.grpcPort);
       });
     }
-    const httpPort = await this.listenHttp(this.options.allowHttp ? this.options.httpPort : -1, () => {
-      const server = createRestHttpServer({
-        tls: this.tls.http?.httpsOptions(),
-        health: this.parts.probes,
-        runner: this.parts.inference,
-        protocol: this.protocol,
-        gate: this.httpGate,
-        maxMessageBytes: this.options.maxMessageBytes,
-        logger: this.options.logger,
-        connections: this.options.connections,
-        doors: this.options.doors,
-        driftReport: this.parts.driftReport,
+    const httpPort = await this.listenHttp(
+      this.options.allowHttp ? this.options.httpPort : -1,
+      () => {
+        const server = this.restServer(this.tls.http);
+        this.connectionGate.guard(server, 'http');
+        return server;
+      },
+      this.options.httpAddress ?? this.options.host,
+      'http',
+    );
+    const metricsPort = await this.listenMetrics();
+    return this.logPorts({ grpc: grpcPort, http: httpPort, metrics: metricsPort });
+  }
+
+  private logPorts(ports: BoundPorts): BoundPorts {
+    this.log.info(
+      {
+        grpc_port: ports.grpc,
+        http_port: ports.http,
+        metrics_port: ports.metrics,
+        grpc_tls: tlsMode(this.tls.grpc),
+        http_tls: tlsMode(this.tls.http),
+        max_connections: this.connectionGate.caps.total,
+        max_connections_per_peer: this.connectionGate.caps.perPeer,
+        front_door_threads: this.doorThreads?.threads.count ?? 1,
+      },
+      'listening',
+    );
+    for (const door of [this.tls.grpc, this.tls.http]) if (door !== undefined) this.logCertificate(door.door, door.certificate, 'serving certificate');
+    return ports;
+  }
+
+  /**
+   * `--front-door-threads N` (N > 1): the main thread binds the public gRPC
+   * and HTTP ports with the acceptor (door-acceptor.ts), which hands each
+   * connection to a door thread; the door threads forward every call to this
+   * thread's own gRPC server and REST server, which listen only on unix
+   * sockets in a private folder (mode 0700). Connections are counted once,
+   * at the acceptor; the private sockets are not gated. The metrics port is
+   * bound as with one thread.
+   */
+  private async listenWithDoorThreads(count: number): Promise<BoundPorts> {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'hotpath-doors-'));
+    const internal: net.Server[] = [];
+    const listenPrivate = async (server: net.Server, file: string) => {
+      internal.push(server);
+      server.listen(file);
+      await once(server, 'listening');
+      return file;
+    };
+    const injector = this.grpc.createConnectionInjector(ServerCredentials.createInsecure());
+    const grpcForward = this.options.allowGrpc
+      ? await listenPrivate(
+          // Calls from door threads, already admitted there, admitted here again by the same interceptor.
+          net.createServer((socket) => injector.injectConnection(socket)),
+          path.join(dir, 'grpc.sock'),
+        )
+      : undefined;
+    let httpForward: string | undefined;
+    if (this.options.allowHttp && this.options.httpPort >= 0) {
+      // The REST server without TLS (the door threads terminate it), reached only through the private socket.
+      const rest = this.restServer(undefined);
+      this.httpServers.push(rest);
+      httpForward = await listenPrivate(rest, path.join(dir, 'http.sock'));
+    }
+    const filter = this.idleStreamFilter() !== undefined;
+    const doors = this.options.doors ?? {};
+    const settingsOf = (index: number): DoorThreadSettings => ({
+      index,
+      logLevel: this.options.logger.level,
+      maxMessageBytes: this.options.maxMessageBytes,
+      connections: this.options.connections,
+      headerTimeoutMs: doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
+      bodyIdleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
+      grpcIgnoreIdleStreamFrames: filter,
+      access: {
+        requireApiKey: this.options.requireApiKey,
+        apiKeys: (this.options.apiKeys ?? []).map((key) => ({ tenant: key.tenant, sha256: new Uint8Array(key.sha256) })),
+        adminTenant: this.options.adminTenant,
+        grpcRestrictedProtocol: this.options.grpcRestrictedProtocol ?? [],
+        httpRestrictedApi: this.options.httpRestrictedApi ?? [],
+      },
+      grpc: grpcForward === undefined ? undefined : { tls: this.options.grpcTls, forwardPath: grpcForward },
+      http: httpForward === undefined ? undefined : { tls: this.options.httpTls, forwardPath: httpForward },
+    });
+    const threads = new FrontDoorThreads(count, settingsOf, this.options.logger);
+    const acceptor = new DoorAcceptor(this.connectionGate, threads.handOff, this.options.logger);
+    this.doorThreads = { threads, acceptor, internal, dir };
+    this.parts.metrics.setDoorThreadSource(() => threads.figures(), () => threads.exits);
+    const bind = async (door: 'grpc' | 'http', host: string, port: number) =>
+      acceptor.listen(door, host, port).catch((err: unknown) => {
+        throw portError(err, door, host, port);
       });
-      this.tls.http?.follow(server);
-      this.connectionGate.guard(server, 'http');
-      return server;
-    }, this.options.httpAddress ?? this.options.host, 'http');
-    const metricsPort = await this.listenHttp(
+    try {
+      const grpcPort = grpcForward === undefined ? undefined : await bind('grpc', this.options.grpcAddress ?? this.options.host, this.options.grpcPort);
+      const httpPort = httpForward === undefined ? undefined : await bind('http', this.options.httpAddress ?? this.options.host, this.options.httpPort);
+      await threads.start();
+      const metricsPort = await this.listenMetrics();
+      return { grpc: grpcPort, http: httpPort, metrics: metricsPort };
+    } catch (err) {
+      // Nothing is served yet: the threads and the private sockets go, and the bind's error is the start-up's.
+      acceptor.stopAccepting();
+      await this.closeDoorThreads();
+      throw err;
+    }
+  }
+
+  /** The door threads, their private sockets and folder (after the drain, or a failed start). */
+  private async closeDoorThreads(): Promise<void> {
+    const doors = this.doorThreads;
+    if (doors === undefined) return;
+    this.doorThreads = undefined;
+    await doors.threads.close();
+    for (const server of doors.internal) if (server.listening) server.close();
+    rmSync(doors.dir, { recursive: true, force: true });
+  }
+
+  /** The REST server (rest-server.ts); `tls` undefined: plain HTTP. */
+  private restServer(tls: ServerTls | undefined): http.Server {
+    const server = createRestHttpServer({
+      tls: tls?.httpsOptions(),
+      health: this.parts.probes,
+      runner: this.parts.inference,
+      protocol: this.protocol,
+      gate: this.httpGate,
+      maxMessageBytes: this.options.maxMessageBytes,
+      logger: this.options.logger,
+      connections: this.options.connections,
+      doors: this.options.doors,
+      driftReport: this.parts.driftReport,
+    });
+    tls?.follow(server);
+    return server;
+  }
+
+  private listenMetrics(): Promise<number | undefined> {
+    return this.listenHttp(
       this.options.allowMetrics ? this.options.metricsPort : -1,
       () => {
         const server = createMetricsHttpServer(this.parts.metrics);
@@ -225,21 +355,6 @@ export class ServerDoors {
       this.options.metricsAddress ?? this.options.host,
       'metrics',
     );
-    const ports = { grpc: grpcPort, http: httpPort, metrics: metricsPort };
-    this.log.info(
-      {
-        grpc_port: ports.grpc,
-        http_port: ports.http,
-        metrics_port: ports.metrics,
-        grpc_tls: tlsMode(this.tls.grpc),
-        http_tls: tlsMode(this.tls.http),
-        max_connections: this.connectionGate.caps.total,
-        max_connections_per_peer: this.connectionGate.caps.perPeer,
-      },
-      'listening',
-    );
-    for (const door of [this.tls.grpc, this.tls.http]) if (door !== undefined) this.logCertificate(door.door, door.certificate, 'serving certificate');
-    return ports;
   }
 
   private async listenHttp(port: number, make: () => http.Server, host: string, door: Door): Promise<number | undefined> {
@@ -275,6 +390,8 @@ export class ServerDoors {
       }
     }
     if (reloaded.length === 0 && failed.length === 0) this.log.info('certificate reload: no TLS configured, nothing to reload');
+    // Each door thread reads the same files again (a file that failed here fails there too, and it keeps its certificates).
+    if (reloaded.length > 0) this.doorThreads?.threads.reloadCertificates();
     return { reloaded, failed };
   }
 
@@ -294,20 +411,29 @@ export class ServerDoors {
   /** The drain's step 2 on the gRPC port: new connections are refused. */
   stopAccepting(): void {
     this.grpcListener?.stopAccepting();
+    this.doorThreads?.acceptor.stopAccepting();
   }
 
-  /** Resolves once every open gRPC call finished (grpc-js stops accepting calls at once). */
-  callsFinished(): Promise<void> {
-    return new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve()));
+  /**
+   * Resolves once every open gRPC call finished (grpc-js stops accepting calls
+   * at once). With door threads: first every door thread finishes its open
+   * calls (each forwarded here, so this server keeps serving them), then this
+   * server shuts down.
+   */
+  async callsFinished(): Promise<void> {
+    await this.doorThreads?.threads.drain();
+    await new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve()));
   }
 
   /** Cuts the gRPC calls still open (the drain timed out). */
   cutCalls(): void {
+    this.doorThreads?.threads.cut();
     this.grpc.forceShutdown();
   }
 
   /** Closes the HTTP and metrics ports, keep-alive connections included. */
   async closeHttp(): Promise<void> {
+    await this.closeDoorThreads();
     await Promise.all(this.httpServers.map((server) => closeHttp(server)));
   }
 }

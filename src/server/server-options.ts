@@ -106,6 +106,11 @@ export interface ServerOptions extends AccessSettings {
   /** The response cache's size (`--cache-config local,size=BYTES`; src/datachecks/cache); undefined: off. */
   readonly responseCacheBytes?: number | undefined;
   readonly serverName: string;
+  /**
+   * `--front-door-threads N|auto` (server/door-threads.ts): threads taking the
+   * gRPC and HTTP connections; 1 or absent: the main thread serves them.
+   */
+  readonly frontDoorThreads?: number | 'auto' | undefined;
   readonly serverVersion: string;
   readonly logger: Logger;
 }

@@ -33,9 +33,11 @@ export interface CallError extends Error {
 export class TritonClient {
   readonly raw: grpc.Client & Record<string, Function>;
 
-  constructor(address: string) {
+  /** `options`: more channel options (e.g. `grpc.use_local_subchannel_pool: 1` for a connection of its own). */
+  constructor(address: string, options: grpc.ChannelOptions = {}) {
     this.raw = new loaded.inference.GRPCInferenceService(address, grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      ...options,
     }) as never;
   }
 

@@ -1,0 +1,208 @@
+/**
+ * The entry point of a front-door thread (a worker_threads Worker started by
+ * server/door-threads.ts with a DoorThreadSettings as workerData).
+ *
+ * It builds a gRPC server and an HTTP server that listen on nothing: the
+ * main thread's acceptor (server/door-acceptor.ts) hands it accepted
+ * connections as duplicated descriptors, and this thread wraps each in a
+ * net.Socket and gives it to grpc-js (`createConnectionInjector`) or to its
+ * HTTP server (a 'connection' event). What each connection gets here is what
+ * it gets on the main thread: TLS (the same certificate files, reloaded on
+ * SIGHUP), the gRPC connection options, the HTTP timeouts, the header
+ * timeout, the idle-stream frame filter, the body-idle watch and the
+ * admission from headers. Every admitted call is forwarded to the main
+ * thread (server/door-forwarding.ts).
+ *
+ * Connection caps are counted once, by the acceptor on the main thread: each
+ * connection's close is posted back so its slot is freed.
+ *
+ * Logs: pino lines are posted to the main thread and written by its logger
+ * (one destination, one format), tagged `door_thread`.
+ *
+ * This whole module runs on its door thread only.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import { parentPort, workerData } from 'node:worker_threads';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import pino from 'pino';
+import { GRPCInferenceService } from '../generated/grpc_service_pb.js';
+import { RefusalLog } from '../observability/refusal-log.js';
+import { doorGates } from '../security/caller.js';
+import { applyHttpConnectionLimits, grpcConnectionOptions } from '../security/connection-limits.js';
+import { ServerTls, TlsFileError, type TlsFiles } from '../security/tls.js';
+import { GrpcAdmission } from './admission.js';
+import { GrpcForwarding, HttpForwarding, passThroughDefinition } from './door-forwarding.js';
+import type { DoorThreadSettings, FromDoorMessage, ToDoorMessage } from './door-thread-settings.js';
+import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
+import { serviceDefinitionFor } from './grpc-service-definition.js';
+import { watchHttp2Preface } from './grpc-listener.js';
+import { declaredLength, tooLarge } from './http/body-reader.js';
+import { HttpAdmission } from './http/http-admission.js';
+import { sendError } from './http/http-reply.js';
+import { withIdleStreamFrameFilter } from './idle-reset-filter.js';
+
+const port = parentPort;
+if (port === null) throw new Error('door-thread-main runs as a worker thread (server/door-threads.ts starts it)');
+const settings = workerData as DoorThreadSettings;
+const post = (message: FromDoorMessage) => port.postMessage(message);
+
+const logger = pino(
+  { level: settings.logLevel, base: { door_thread: settings.index } },
+  { write: (line: string) => post({ type: 'log', line }) },
+);
+const log = logger.child({ component: 'door-thread' });
+
+// The same gates the main thread builds (keys, restricted groups), from the same settings.
+const gates = doorGates({
+  ...settings.access,
+  // Structured clone turned each digest into a Uint8Array; the key ring compares Buffers.
+  apiKeys: settings.access.apiKeys.map((key) => ({ tenant: key.tenant, sha256: Buffer.from(key.sha256) })),
+});
+
+/** The gRPC port: a server fed by injected connections, forwarding every call. */
+function grpcDoor(forwardPath: string, tls: ServerTls | undefined) {
+  const admission = new GrpcAdmission({ gate: gates.grpc, refusals: new RefusalLog(logger.child({ component: 'auth' })) });
+  const server = new Server({
+    'grpc.max_receive_message_length': settings.maxMessageBytes,
+    'grpc.max_send_message_length': 256 * 1024 * 1024,
+    ...grpcConnectionOptions(settings.connections),
+    interceptors: [
+      ...grpcBodyIdleInterceptors(settings.bodyIdleTimeoutMs, logger),
+      (descriptor, call) => admission.interceptor(descriptor, call),
+    ],
+  });
+  const forwarding = new GrpcForwarding(forwardPath, settings.maxMessageBytes);
+  const inference = passThroughDefinition(serviceDefinitionFor(GRPCInferenceService));
+  admission.register(inference);
+  server.addService(inference, forwarding.handlers(inference));
+  const health = passThroughDefinition(healthService);
+  admission.register(health, (method) => `Health${method}`);
+  server.addService(health, forwarding.handlers(health));
+  const injector = server.createConnectionInjector(tls?.grpcCredentials() ?? ServerCredentials.createInsecure());
+  const drops = new RefusalLog(logger.child({ component: 'connections' }));
+  const filter = settings.grpcIgnoreIdleStreamFrames && tls === undefined;
+  return {
+    adopt(socket: net.Socket): void {
+      watchHttp2Preface(socket, settings.headerTimeoutMs);
+      injector.injectConnection(
+        filter
+          ? withIdleStreamFrameFilter(socket, () =>
+              drops.refused('grpc:idle-stream-frame', {}, 'dropped a frame for a gRPC stream the client never opened (a call it cancelled at once)'))
+          : socket,
+      );
+    },
+    drained: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+    cut: () => server.forceShutdown(),
+    close: () => forwarding.close(),
+  };
+}
+
+/** The HTTP port: an HTTP(S) server fed by 'connection' events, forwarding every request. */
+function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
+  const admission = new HttpAdmission(gates.http, new RefusalLog(logger.child({ component: 'auth' })));
+  const forwarding = new HttpForwarding(forwardPath, admission);
+  const framing = new RefusalLog(logger.child({ component: 'http' }));
+  // Requests in flight, so the drain waits for their answers (a server that never listened has no close() to wait on).
+  let active = 0;
+  let idle: (() => void) | undefined;
+  const tracked = (request: http.IncomingMessage, response: http.ServerResponse) => {
+    active += 1;
+    response.once('close', () => {
+      active -= 1;
+      if (active === 0) idle?.();
+    });
+    forwarding.handle(request, response);
+  };
+  // As rest-server.ts: the timeouts are swept once a second.
+  const sweep = { connectionsCheckingInterval: 1000 };
+  const server: http.Server =
+    tls === undefined ? http.createServer(sweep, tracked) : https.createServer({ ...tls.httpsOptions(), ...sweep }, tracked);
+  tls?.follow(server);
+  applyHttpConnectionLimits(server, settings.connections);
+  server.headersTimeout = Math.min(settings.headerTimeoutMs, server.requestTimeout || Infinity);
+  // A declared body above the limit gets its 413 before the body is sent, as on the main thread.
+  server.on('checkContinue', (request: http.IncomingMessage, response: http.ServerResponse) => {
+    const declared = declaredLength(request);
+    if (declared !== undefined && declared > settings.maxMessageBytes) {
+      const refusal = tooLarge(settings.maxMessageBytes, `a body of ${declared} bytes`);
+      framing.refused('http:413', { door: 'http', method: request.method, peer: request.socket.remoteAddress, status: 413, reason: refusal.message }, 'request refused');
+      sendError(response, refusal);
+      return;
+    }
+    response.writeContinue();
+    tracked(request, response);
+  });
+  return {
+    adopt(socket: net.Socket): void {
+      server.emit('connection', socket);
+    },
+    drained: () =>
+      new Promise<void>((resolve) => {
+        server.closeIdleConnections();
+        if (active === 0) resolve();
+        else idle = resolve;
+      }),
+    cut: () => server.closeAllConnections(),
+    close: () => forwarding.close(),
+  };
+}
+
+/** A door's certificates, read here from the files the main thread checked at start-up. */
+function doorTls(door: 'grpc' | 'http', files: TlsFiles | undefined): ServerTls | undefined {
+  return files === undefined ? undefined : new ServerTls(door, files);
+}
+
+const grpcTls = doorTls('grpc', settings.grpc?.tls);
+const httpTls = doorTls('http', settings.http?.tls);
+const doors = {
+  grpc: settings.grpc === undefined ? undefined : grpcDoor(settings.grpc.forwardPath, grpcTls),
+  http: settings.http === undefined ? undefined : httpDoor(settings.http.forwardPath, httpTls),
+};
+
+let draining = false;
+
+port.on('message', (message: ToDoorMessage) => {
+  switch (message.type) {
+    case 'connection': {
+      const door = doors[message.door];
+      // The descriptor is ours now: wrapped, the socket closes it; a door that is off (never sent) or draining closes it at once.
+      const socket = new net.Socket({ fd: message.fd, readable: true, writable: true });
+      socket.once('close', () => post({ type: 'closed', id: message.id }));
+      if (door === undefined || draining) {
+        socket.destroy();
+        return;
+      }
+      door.adopt(socket);
+      return;
+    }
+    case 'reload-certificates':
+      for (const tls of [grpcTls, httpTls]) {
+        if (tls === undefined) continue;
+        try {
+          tls.reload();
+        } catch (err) {
+          if (!(err instanceof TlsFileError)) throw err;
+          // The main thread checked the same files and logs the failure; this door keeps its certificates too.
+        }
+      }
+      return;
+    case 'drain':
+      draining = true;
+      void Promise.all([doors.grpc?.drained(), doors.http?.drained()]).then(() => {
+        doors.grpc?.close();
+        doors.http?.close();
+        post({ type: 'drained' });
+      });
+      return;
+    case 'cut':
+      doors.grpc?.cut();
+      doors.http?.cut();
+      return;
+  }
+});
+
+log.debug({ grpc: settings.grpc !== undefined, http: settings.http !== undefined }, 'door thread ready');
+post({ type: 'ready' });

@@ -1,0 +1,75 @@
+/**
+ * What the main thread and a front-door thread tell each other
+ * (`--front-door-threads N`, server/door-threads.ts): the settings a door
+ * thread starts from (its workerData) and the messages both ways. Plain data
+ * only: everything here crosses `postMessage` by structured clone, so no
+ * logger, no Buffer that must stay a Buffer, no function.
+ *
+ * What a door thread does in this slice: it owns the connections the
+ * acceptor hands it (TLS, HTTP/2 and HTTP/1 framing, the connection options,
+ * the header timeout, the admission from headers) and forwards every call,
+ * bytes as sent, to the main thread's own servers over private unix sockets
+ * (server/door-forwarding.ts). The request path itself still runs on the main
+ * thread, so statistics, metrics, limits, the cache and routes stay exactly
+ * as with one thread.
+ */
+import type { ConnectionLimits } from '../security/connection-limits.js';
+import type { TlsFiles } from '../security/tls.js';
+
+/** The gRPC or the HTTP port, as a door thread serves it. */
+export interface DoorPortSettings {
+  /** Certificates, read by the door thread itself (and again on a reload message); undefined: plaintext. */
+  readonly tls: TlsFiles | undefined;
+  /** The main thread's private listener this door forwards to (a unix socket path). */
+  readonly forwardPath: string;
+}
+
+export interface DoorThreadSettings {
+  /** 0..N-1: the door's label in logs and metrics (`door_thread`). */
+  readonly index: number;
+  /** pino's level name of the server's logger; the door's lines go to the main thread's logger. */
+  readonly logLevel: string;
+  readonly maxMessageBytes: number;
+  readonly connections: ConnectionLimits | undefined;
+  readonly headerTimeoutMs: number;
+  readonly bodyIdleTimeoutMs: number;
+  /** --grpc-ignore-idle-stream-frames (plaintext gRPC only, as on the main thread). */
+  readonly grpcIgnoreIdleStreamFrames: boolean;
+  /**
+   * The access settings the door's admission decides from (API keys as
+   * `{tenant, sha256}` with the digest as bytes, restricted groups). Tenant
+   * limits are not here: they are counted once, by the main thread.
+   */
+  readonly access: {
+    readonly requireApiKey: boolean | undefined;
+    readonly apiKeys: readonly { readonly tenant: string; readonly sha256: Uint8Array }[];
+    readonly adminTenant: string | undefined;
+    readonly grpcRestrictedProtocol: readonly string[];
+    readonly httpRestrictedApi: readonly string[];
+  };
+  /** undefined: the door is off (--allow-grpc=false, --http-port -1). */
+  readonly grpc: DoorPortSettings | undefined;
+  readonly http: DoorPortSettings | undefined;
+}
+
+/** Main thread → door thread. */
+export type ToDoorMessage =
+  /** An accepted connection: `fd` is a duplicate the door now owns; `id` names it in the 'closed' answer. */
+  | { readonly type: 'connection'; readonly door: 'grpc' | 'http'; readonly fd: number; readonly id: number }
+  /** SIGHUP: read the certificate files again (new handshakes take them). */
+  | { readonly type: 'reload-certificates' }
+  /** The drain: no new calls; answer 'drained' once every open call has finished. */
+  | { readonly type: 'drain' }
+  /** The drain timed out: cut what is still open. */
+  | { readonly type: 'cut' };
+
+/** Door thread → main thread. */
+export type FromDoorMessage =
+  /** The door's servers are built: connections may come. */
+  | { readonly type: 'ready' }
+  /** Connection `id` closed: its slot under the connection caps is free again. */
+  | { readonly type: 'closed'; readonly id: number }
+  /** One pino line (JSON), written by the main thread's logger. */
+  | { readonly type: 'log'; readonly line: string }
+  /** Every call the door had open finished (after 'drain'). */
+  | { readonly type: 'drained' };

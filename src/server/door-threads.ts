@@ -1,0 +1,234 @@
+/**
+ * The front-door threads (`--front-door-threads N`): N worker threads that
+ * own the gRPC and HTTP connections the acceptor (door-acceptor.ts) hands
+ * them, round-robin. Each runs server/door-thread-main.ts.
+ *
+ * What this slice does and does not do yet (issue 20): a door thread takes
+ * the transport (TLS, HTTP/2 and HTTP/1 framing, connection options and
+ * timeouts, the admission from headers) off the main thread and forwards
+ * every call to the main thread's own servers over private unix sockets
+ * (door-forwarding.ts), where the request path runs as with one thread. No
+ * request is served in a door thread yet, so every process-wide fact
+ * (statistics, metrics, limits, cache, routes) stays exactly as it is with
+ * one thread; the next step serves batched ModelInfer in the door against a
+ * version plan posted by the main thread.
+ *
+ * Life cycle: `start()` spawns them and waits until each has built its
+ * servers; a door thread that exits while the server is not stopping is
+ * logged, counted (`hotpath_door_thread_exits_total`) and replaced, and its
+ * connections' slots under the connection caps are freed (the thread's
+ * sockets close with it). `drain()` asks every thread to finish its open
+ * calls; `cut()` cuts them; `close()` ends the threads.
+ *
+ * Ownership: main thread only; owns the Workers.
+ */
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { HandOff } from './door-acceptor.js';
+import type { DoorThreadSettings, FromDoorMessage, ToDoorMessage } from './door-thread-settings.js';
+
+/**
+ * `--front-door-threads auto`: 1 for now. In this slice every request still
+ * runs on the main thread, reached through a second gRPC or HTTP hop from
+ * the door, so the main thread's CPU per request grows with door threads
+ * (measured: 311 → 639 µs at 64 streams on ctr_mlp) and no core count makes
+ * more than one faster. Once the doors serve ModelInfer themselves (issue
+ * #20, step 3), auto becomes a choice from `cores`; it is a parameter
+ * already so the tests and the call sites stay as they are.
+ */
+export function frontDoorThreadCount(choice: number | 'auto', _cores: number = os.availableParallelism()): number {
+  return choice === 'auto' ? 1 : choice;
+}
+
+/** One door thread's figures, read at scrape time. */
+export interface DoorThreadFigures {
+  readonly doorThread: number;
+  /** Connections handed to this door (gRPC and HTTP), since start, replacements included. */
+  readonly connections: number;
+}
+
+interface Slot {
+  worker: Worker;
+  ready: Promise<void>;
+  /** Built its servers and not exited: connections may go to it. */
+  live: boolean;
+  /** Open connections handed to this thread: id → frees its slot under the caps. */
+  readonly open: Map<number, () => void>;
+  connections: number;
+  drained: (() => void) | undefined;
+}
+
+export class FrontDoorThreads {
+  private readonly slots: Slot[] = [];
+  private next = 0;
+  private nextId = 1;
+  private stopping = false;
+  /** Door threads that exited while serving (each replaced). */
+  exits = 0;
+  private readonly log: Logger;
+
+  constructor(
+    readonly count: number,
+    private readonly settingsOf: (index: number) => DoorThreadSettings,
+    private readonly logger: Logger,
+  ) {
+    this.log = logger.child({ component: 'door-threads' });
+    for (let index = 0; index < count; index += 1) this.slots.push(this.spawn(index, 0));
+  }
+
+  /** Resolves once every door thread has built its servers. */
+  async start(): Promise<void> {
+    await Promise.all(this.slots.map((slot) => slot.ready));
+    this.log.info({ front_door_threads: this.count }, 'front-door threads serving: connections are handed round-robin');
+    // Measured on 2 loaded cores: forwarding costs more than the threads save (the branch's report, README).
+    this.log.warn(
+      { front_door_threads: this.count },
+      'front-door threads forward every call to the main thread in this version: expect lower throughput than one thread ' +
+        'for plaintext gRPC; they spare the main thread TLS and refused calls only',
+    );
+  }
+
+  /** The acceptor's hand-off: the next door thread takes the descriptor. */
+  readonly handOff: HandOff = (door, fd, release) => {
+    if (this.stopping) return false;
+    // The next live door thread (a replacement still starting takes its turn once ready); none: the acceptor closes it.
+    let slot: Slot | undefined;
+    for (let tries = 0; tries < this.slots.length && slot === undefined; tries += 1) {
+      const candidate = this.slots[this.next]!;
+      this.next = (this.next + 1) % this.slots.length;
+      if (candidate.live) slot = candidate;
+    }
+    if (slot === undefined) return false;
+    const id = this.nextId++;
+    slot.open.set(id, release);
+    slot.connections += 1;
+    this.post(slot, { type: 'connection', door, fd, id });
+    return true;
+  };
+
+  /** SIGHUP: each door thread reads its certificate files again. */
+  reloadCertificates(): void {
+    for (const slot of this.slots) this.post(slot, { type: 'reload-certificates' });
+  }
+
+  /** The drain: no new calls in any door thread; resolves once each finished its open calls (or exited). */
+  async drain(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(
+      this.slots.map(
+        (slot) =>
+          new Promise<void>((resolve) => {
+            slot.drained = resolve;
+            this.post(slot, { type: 'drain' });
+          }),
+      ),
+    );
+  }
+
+  /** The drain timed out: every door thread cuts its open calls and connections. */
+  cut(): void {
+    for (const slot of this.slots) this.post(slot, { type: 'cut' });
+  }
+
+  /** Ends every door thread (after the drain). */
+  async close(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+  }
+
+  figures(): DoorThreadFigures[] {
+    return this.slots.map((slot, index) => ({ doorThread: index, connections: slot.connections }));
+  }
+
+  private post(slot: Slot, message: ToDoorMessage): void {
+    slot.worker.postMessage(message);
+  }
+
+  private spawn(index: number, connections: number): Slot {
+    const worker = new Worker(doorThreadModulePath(), { workerData: this.settingsOf(index) });
+    const doorLog = this.logger.child({ door_thread: index });
+    let markReady: () => void = () => {};
+    let failStart: (err: Error) => void = () => {};
+    const slot: Slot = {
+      worker,
+      ready: new Promise<void>((resolve, reject) => {
+        markReady = resolve;
+        failStart = reject;
+      }),
+      live: false,
+      open: new Map(),
+      connections,
+      drained: undefined,
+    };
+    // A thread that fails before it is ready fails start(); later, replacement handles it.
+    slot.ready.catch(() => {});
+    worker.on('message', (message: FromDoorMessage) => {
+      switch (message.type) {
+        case 'ready':
+          slot.live = true;
+          markReady();
+          return;
+        case 'closed':
+          slot.open.get(message.id)?.();
+          slot.open.delete(message.id);
+          return;
+        case 'log':
+          writeDoorLine(doorLog, message.line);
+          return;
+        case 'drained':
+          slot.drained?.();
+          return;
+      }
+    });
+    worker.on('error', (err) => doorLog.error({ err }, 'door thread failed'));
+    worker.on('exit', (code) => {
+      const wasLive = slot.live;
+      slot.live = false;
+      // Its sockets closed with it: their slots under the caps are free.
+      const reset = slot.open.size;
+      for (const release of slot.open.values()) release();
+      slot.open.clear();
+      slot.drained?.();
+      failStart(new Error(`door thread ${index} exited (code ${code}) before it was ready`));
+      if (this.stopping) return;
+      this.exits += 1;
+      // One that never got ready would fail the same way again: no respawn loop; the others take its turns.
+      if (!wasLive) {
+        doorLog.error({ code }, 'door thread exited before it was ready: not replaced; the other door threads take its connections');
+        return;
+      }
+      doorLog.error({ code, open_connections_reset: reset }, 'door thread exited: its connections are reset; starting a new one');
+      const replacement = this.spawn(index, slot.connections);
+      this.slots[index] = replacement;
+    });
+    return slot;
+  }
+}
+
+/** A door thread's pino line, written by the main thread's logger at its level (`door_thread` is bound). */
+function writeDoorLine(log: Logger, line: string): void {
+  let record: Record<string, unknown>;
+  try {
+    record = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    log.warn({ line: line.slice(0, 512) }, 'door thread wrote a line that is not JSON');
+    return;
+  }
+  const { level, msg, time: _time, pid: _pid, hostname: _hostname, door_thread: _door, ...fields } = record;
+  const name = typeof level === 'number' ? log.levels.labels[level] : undefined;
+  const write = name === undefined ? log.info.bind(log) : (log[name as 'info'] ?? log.info).bind(log);
+  write(fields, typeof msg === 'string' ? msg : '');
+}
+
+/** The compiled entry beside this file (dist), or dist's copy when running from the sources. */
+function doorThreadModulePath(): string {
+  const here = fileURLToPath(import.meta.url);
+  const sibling = path.join(path.dirname(here), 'door-thread-main.js');
+  if (existsSync(sibling)) return sibling;
+  const packageRoot = path.resolve(path.dirname(here), '..', '..');
+  return path.join(packageRoot, 'dist', 'src', 'server', 'door-thread-main.js');
+}
