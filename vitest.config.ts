@@ -20,8 +20,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 //   on a 2-core machine is one (cores - 1), yet most of an e2e file's wall
 //   time is spent waiting on a server process it started (model loads,
 //   warm-up, timers), so three overlap well on 2 cores. The group is two
-//   projects that share those three workers: "unit" (test/unit) and "suite"
-//   (the native, layering and e2e files).
+//   projects that share those three workers: "unit" (test/unit, but for
+//   ISOLATED_UNIT) and "suite" (the native and e2e files, and ISOLATED_UNIT).
 //   - "unit" runs without isolation (`isolate: false`): a worker process runs
 //     one unit file after another and keeps the modules it imported (the
 //     sources, grpc-js, onnxruntime-node, the addon) instead of a fresh
