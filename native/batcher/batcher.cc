@@ -284,13 +284,16 @@ void LowerTimerSlack() {
 void RunLoop(BatcherState& s) {
   LowerTimerSlack();
   std::unique_lock<std::mutex> lock(s.mu);
+  // Whether this activation of the loop began with an event rather than its
+  // own timer (Create counts as one): it decides the linger (LoopTimer).
+  bool after_event = true;
   while (!s.stop.load(std::memory_order_acquire)) {
     s.wake_pending = false;
     const uint64_t seen = s.wake_seq;
     const TimePoint now = s.clock->Now();
     const Decision decision = Decide(s.config, s.batches, s.idle_instances, now);
     LoopWork work = ApplyLocked(s, decision, now);
-    s.next_wakeup = decision.next_wakeup;
+    s.next_wakeup = LoopTimer(s.config, decision, s.idle_instances, now, after_event);
     if (!work.empty()) {
       lock.unlock();
       Deliver(s, work);
@@ -303,6 +306,7 @@ void RunLoop(BatcherState& s) {
     s.quiet_cv.notify_all();
     s.clock->WaitUntil(s.cv, lock, s.next_wakeup,
                        [&s] { return s.wake_pending || s.stop.load(std::memory_order_acquire); });
+    after_event = s.wake_pending;  // false: the timer ran out
   }
   s.loop_exited = true;
   s.quiet_cv.notify_all();
@@ -474,10 +478,12 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
     // The loop only needs this event if it changes what the loop would do:
     // the request expires before the loop's timer, or, with an instance
     // idle, the policy would now seal, reject or discard something or wants
-    // an earlier wake-up (a new batch's delay). A request joining a batch
-    // that still waits for its delay changes nothing, and skipping the futex
-    // wake (and the loop thread's turn on a core) for it is most of what an
-    // enqueue costs under load. With every instance busy, batches just grow.
+    // an earlier wake-up (a new batch's delay) than the loop's timer, which
+    // lingers one delay past each event (LoopTimer), so a batch opened then
+    // needs no wake either. A request joining a batch that still waits for
+    // its delay changes nothing, and skipping the futex wake (and the loop
+    // thread's turn on a core) for it is most of what an enqueue costs under
+    // load. With every instance busy, batches just grow.
     wake = !stopping && expiry && (!s.next_wakeup || *expiry < *s.next_wakeup);
     if (!stopping && !wake && s.idle_instances > 0) {
       const TimePoint now = s.clock->Now();
