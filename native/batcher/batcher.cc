@@ -22,6 +22,7 @@ using detail::BatchStorage;
 using detail::LoopWork;
 using detail::SealedWork;
 using detail::Slot;
+using detail::SlotBytes;
 
 namespace {
 
@@ -29,16 +30,55 @@ Status Invalid(const BatcherConfig& config, const std::string& message) {
   return Status(StatusCode::kInvalidArgument, "model '" + config.model_name + "': " + message);
 }
 
+// Requires s.mu. Records an event for the loop; the caller notifies s.cv
+// once it has released the lock.
+void MarkWakeLocked(BatcherState& s) {
+  s.wake_pending = true;
+  ++s.wake_seq;
+}
+
 // Records an event and wakes the loop. Must not be called with s.mu held; the
 // notify happens after the lock is released.
 void Wake(BatcherState& s) {
   {
     std::lock_guard<std::mutex> guard(s.mu);
-    s.wake_pending = true;
-    ++s.wake_seq;
+    MarkWakeLocked(s);
   }
   s.cv.notify_all();
 }
+
+// Buffers Enqueue reuses on its thread, so that once they have grown a
+// request costs no heap allocation for its arrival key or its copy
+// destinations. Leased for one Enqueue; an Enqueue nested on the same
+// thread (a callback that enqueues) finds them leased and uses its own,
+// which allocate only if used.
+struct EnqueueScratch {
+  Arrival arrival;
+  std::vector<std::byte*> destinations;
+  bool leased = false;
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() : scratch_(ThreadScratch().leased ? own_ : ThreadScratch()) { scratch_.leased = true; }
+  ~ScratchLease() { scratch_.leased = false; }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  EnqueueScratch& get() { return scratch_; }
+
+ private:
+  static EnqueueScratch& ThreadScratch() {
+    thread_local EnqueueScratch scratch;
+    return scratch;
+  }
+  EnqueueScratch own_;  // before scratch_: initialised first
+  EnqueueScratch& scratch_;
+};
+
+// Requests a batch is sized for up front (slots, byte records, queued
+// requests), so joining it does not reallocate; bounded so a large
+// max_batch_size does not reserve much for batches that stay small.
+constexpr uint32_t kReservedRequests = 64;
 
 // Requires s.mu.
 OpenBatch* FindBatch(BatcherState& s, uint64_t batch_id) {
@@ -72,17 +112,18 @@ Status CheckRequest(const BatcherConfig& config, const EnqueueRequest& request) 
   return Status::Ok();
 }
 
-Arrival MakeArrival(const BatcherConfig& config, const EnqueueRequest& request) {
-  Arrival arrival;
+// Fills `arrival` (reused: its vectors keep their capacity) from `request`.
+void MakeArrival(const BatcherConfig& config, const EnqueueRequest& request, Arrival& arrival) {
   arrival.priority_level = EffectiveLevel(config, request.priority);
   arrival.rows = request.rows;
   arrival.deadline = request.deadline;
+  arrival.shape.clear();
+  arrival.input_bytes.clear();
   for (const RequestInput& input : request.inputs) {
     arrival.shape.push_back(static_cast<int64_t>(input.dims.size()));
     arrival.shape.insert(arrival.shape.end(), input.dims.begin(), input.dims.end());
     arrival.input_bytes.push_back(input.bytes);
   }
-  return arrival;
 }
 
 // Allocates one buffer per input, without s.mu held (BatchMemory may block).
@@ -188,19 +229,21 @@ SealedBatch Seal(const BatcherConfig& config, SealedWork work) {
   std::vector<uint64_t> packed(inputs, 0);
   uint32_t row = 0;
   size_t next_live = 0;
-  for (const Slot& slot : work.storage.slots) {
+  for (size_t k = 0; k < work.storage.slots.size(); ++k) {
+    const Slot& slot = work.storage.slots[k];
     // Both lists are in row order; a slot without a live request is a hole.
     if (next_live >= work.meta.requests.size() ||
         work.meta.requests[next_live].sequence != slot.sequence) {
       continue;
     }
     const QueuedRequest& request = work.meta.requests[next_live++];
+    const SlotBytes* bytes = work.storage.slot_bytes.data() + k * inputs;
     for (size_t i = 0; i < inputs; ++i) {
       std::byte* base = work.storage.buffers[i].data();
-      if (slot.byte_offsets[i] != packed[i] && slot.byte_sizes[i] > 0) {
-        std::memmove(base + packed[i], base + slot.byte_offsets[i], slot.byte_sizes[i]);
+      if (bytes[i].offset != packed[i] && bytes[i].size > 0) {
+        std::memmove(base + packed[i], base + bytes[i].offset, bytes[i].size);
       }
-      packed[i] += slot.byte_sizes[i];
+      packed[i] += bytes[i].size;
     }
     out.requests.push_back(SealedRequest{request.id, request.sequence, request.rows, row,
                                          request.priority_level,
@@ -241,13 +284,16 @@ void LowerTimerSlack() {
 void RunLoop(BatcherState& s) {
   LowerTimerSlack();
   std::unique_lock<std::mutex> lock(s.mu);
+  // Whether this activation of the loop began with an event rather than its
+  // own timer (Create counts as one): it decides the linger (LoopTimer).
+  bool after_event = true;
   while (!s.stop.load(std::memory_order_acquire)) {
     s.wake_pending = false;
     const uint64_t seen = s.wake_seq;
     const TimePoint now = s.clock->Now();
     const Decision decision = Decide(s.config, s.batches, s.idle_instances, now);
     LoopWork work = ApplyLocked(s, decision, now);
-    s.next_wakeup = decision.next_wakeup;
+    s.next_wakeup = LoopTimer(s.config, decision, s.idle_instances, now, after_event);
     if (!work.empty()) {
       lock.unlock();
       Deliver(s, work);
@@ -260,6 +306,7 @@ void RunLoop(BatcherState& s) {
     s.quiet_cv.notify_all();
     s.clock->WaitUntil(s.cv, lock, s.next_wakeup,
                        [&s] { return s.wake_pending || s.stop.load(std::memory_order_acquire); });
+    after_event = s.wake_pending;  // false: the timer ran out
   }
   s.loop_exited = true;
   s.quiet_cv.notify_all();
@@ -301,7 +348,10 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
   if (Status status = CheckRequest(s.config, request); !status.ok()) {
     return EnqueueResult{std::move(status), RejectKind::kInvalid};
   }
-  const Arrival arrival = MakeArrival(s.config, request);
+  ScratchLease lease;
+  EnqueueScratch& scratch = lease.get();
+  MakeArrival(s.config, request, scratch.arrival);
+  const Arrival& arrival = scratch.arrival;
   const QueuePolicy& policy = PolicyForLevel(s.config, arrival.priority_level);
   const std::optional<Duration> timeout = EffectiveTimeout(policy, request.timeout_us);
 
@@ -312,7 +362,8 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
   uint64_t batch_id = 0;
   uint64_t sequence = 0;
   std::optional<TimePoint> expiry;
-  std::vector<std::byte*> destinations(request.inputs.size());
+  std::vector<std::byte*>& destinations = scratch.destinations;
+  destinations.assign(request.inputs.size(), nullptr);
   for (;;) {
     std::unique_lock<std::mutex> lock(s.mu);
     if (s.stop.load(std::memory_order_acquire)) {
@@ -347,15 +398,19 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
     OpenBatch* batch = nullptr;
     if (placement.kind == Placement::Kind::kOpen) {
       if (placement.close_index) s.batches[*placement.close_index].closed = true;
+      const size_t expected = std::min(MaxPreferredBatchSize(s.config), kReservedRequests);
       OpenBatch opened;
       opened.id = fresh_batch_id;
       opened.shape = arrival.shape;
       opened.bytes_reserved.assign(fresh.size(), 0);
       for (const BatchBuffer& buffer : fresh) opened.bytes_capacity.push_back(buffer.capacity());
+      opened.requests.reserve(expected);
       BatchStorage storage;
       storage.buffers = std::move(fresh);
       fresh.clear();
       for (const RequestInput& input : request.inputs) storage.dims.push_back(input.dims);
+      storage.slots.reserve(expected);
+      storage.slot_bytes.reserve(expected * request.inputs.size());
       s.storage.emplace(opened.id, std::move(storage));
       s.batches.push_back(std::move(opened));
       batch = &s.batches.back();
@@ -366,14 +421,12 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
     // Reserve this request's rows and bytes; the copy happens unlocked.
     BatchStorage& storage = s.storage.at(batch->id);
     sequence = s.next_sequence++;
-    Slot slot{sequence, arrival.rows, batch->reserved_rows, {}, {}};
+    storage.slots.push_back(Slot{sequence, arrival.rows, batch->reserved_rows});
     for (size_t i = 0; i < request.inputs.size(); ++i) {
-      slot.byte_offsets.push_back(batch->bytes_reserved[i]);
-      slot.byte_sizes.push_back(request.inputs[i].bytes);
+      storage.slot_bytes.push_back(SlotBytes{batch->bytes_reserved[i], request.inputs[i].bytes});
       destinations[i] = storage.buffers[i].data() + batch->bytes_reserved[i];
       batch->bytes_reserved[i] += request.inputs[i].bytes;
     }
-    storage.slots.push_back(std::move(slot));
     batch->reserved_rows += arrival.rows;
     ++batch->copies_in_flight;
     ++s.copies_in_flight;
@@ -405,6 +458,7 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
   }
 
   bool wake = false;
+  bool stopping = false;
   bool delivering = false;
   LoopWork inline_work;
   {
@@ -418,16 +472,20 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
     }
     --batch->copies_in_flight;
     --s.copies_in_flight;
+    // Stop() waits for copies (on drained_cv); the loop has been told to
+    // stop already.
+    stopping = s.stop.load(std::memory_order_acquire);
     // The loop only needs this event if it changes what the loop would do:
-    // Stop() waits for copies, the request expires before the loop's timer,
-    // or, with an instance idle, the policy would now seal, reject or
-    // discard something or wants an earlier wake-up (a new batch's delay).
-    // A request joining a batch that still waits for its delay changes
-    // nothing, and skipping the futex wake (and the loop thread's turn on a
-    // core) for it is most of what an enqueue costs under load. With every
-    // instance busy, batches just grow.
-    wake = s.stop.load(std::memory_order_acquire) || (expiry && (!s.next_wakeup || *expiry < *s.next_wakeup));
-    if (!wake && s.idle_instances > 0) {
+    // the request expires before the loop's timer, or, with an instance
+    // idle, the policy would now seal, reject or discard something or wants
+    // an earlier wake-up (a new batch's delay) than the loop's timer, which
+    // lingers one delay past each event (LoopTimer), so a batch opened then
+    // needs no wake either. A request joining a batch that still waits for
+    // its delay changes nothing, and skipping the futex wake (and the loop
+    // thread's turn on a core) for it is most of what an enqueue costs under
+    // load. With every instance busy, batches just grow.
+    wake = !stopping && expiry && (!s.next_wakeup || *expiry < *s.next_wakeup);
+    if (!stopping && !wake && s.idle_instances > 0) {
       const TimePoint now = s.clock->Now();
       const Decision next = Decide(s.config, s.batches, s.idle_instances, now);
       const bool earlier_timer = next.next_wakeup && (!s.next_wakeup || *next.next_wakeup < *s.next_wakeup);
@@ -447,21 +505,22 @@ EnqueueResult Batcher::Enqueue(const EnqueueRequest& request) {
                earlier_timer;
       }
     }
+    // Marked under this lock rather than Wake()'s own: one lock round trip
+    // less per waking enqueue, at a moment the loop may be taking the lock.
+    if (wake) MarkWakeLocked(s);
   }
-  if (wake) Wake(s);
+  if (wake) s.cv.notify_all();
+  if (stopping) s.drained_cv.notify_all();
   if (delivering) {
     Deliver(s, inline_work);
-    bool stopping = false;
     {
       std::lock_guard<std::mutex> guard(s.mu);
       --s.deliveries_in_flight;
+      // Read under the lock: a Stop() that set `stop` before this point
+      // either sees the count (if it checks after) or is notified below.
       stopping = s.stop.load(std::memory_order_acquire);
     }
-    // Only Stop() waits for deliveries, and it sets `stop` before it waits:
-    // notifying otherwise would wake the loop thread (it waits on the same
-    // condition variable) for nothing, a futex wake and a turn on a core per
-    // unbatched request.
-    if (stopping) s.cv.notify_all();
+    if (stopping) s.drained_cv.notify_all();  // Stop() may be waiting for this delivery
   }
   return EnqueueResult{};
 }
@@ -511,7 +570,7 @@ void Batcher::Stop() {
       std::unique_lock<std::mutex> lock(s.mu);
       // Enqueues that reserved a slot before the stop finish their copy, and
       // their inline dispatch, first.
-      s.cv.wait(lock, [&s] { return s.copies_in_flight == 0 && s.deliveries_in_flight == 0; });
+      s.drained_cv.wait(lock, [&s] { return s.copies_in_flight == 0 && s.deliveries_in_flight == 0; });
       const TimePoint now = s.clock->Now();
       for (OpenBatch& batch : s.batches) {
         for (const QueuedRequest& request : batch.requests) {

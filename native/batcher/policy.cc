@@ -182,4 +182,12 @@ Decision Decide(const BatcherConfig& config, std::span<const OpenBatch> batches,
   return decision;
 }
 
+std::optional<TimePoint> LoopTimer(const BatcherConfig& config, const Decision& decision,
+                                   uint32_t idle_instances, TimePoint now, bool after_event) {
+  if (!after_event || idle_instances == 0 || config.max_queue_delay_us == 0) return decision.next_wakeup;
+  const TimePoint linger = now + std::chrono::microseconds(config.max_queue_delay_us);
+  if (decision.next_wakeup && *decision.next_wakeup <= linger) return decision.next_wakeup;
+  return linger;
+}
+
 }  // namespace hotpath::batcher

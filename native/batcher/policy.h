@@ -131,4 +131,22 @@ struct Decision {
 Decision Decide(const BatcherConfig& config, std::span<const OpenBatch> batches,
                 uint32_t idle_instances, TimePoint now);
 
+// The time the loop sleeps to after a pass at `now` (nullopt: until an
+// event). Decide's next_wakeup, brought forward to now + max_queue_delay
+// (the linger) when the pass followed an event (an enqueue that woke it, an
+// instance coming back, Create; not its own timer), an instance is idle and
+// the delay is positive.
+//
+// Why: a request that opens a batch while the loop sleeps without a timer
+// must wake it (a futex wake on the enqueuing thread: per batch, the largest
+// single cost of an enqueue under load). A request that arrives at t >= now
+// needs a wake-up no earlier than t + max_queue_delay >= the linger, so
+// while the loop lingers Enqueue's rule (wake only for an earlier time than
+// the loop's timer) skips the wake; the loop wakes at the linger, decides
+// again and sleeps to the batch's own time. It never wakes later than
+// Decide asks, so no seal is delayed. A linger that finds nothing costs one
+// timer wake of the loop thread, once per event, never on an idle batcher.
+std::optional<TimePoint> LoopTimer(const BatcherConfig& config, const Decision& decision,
+                                   uint32_t idle_instances, TimePoint now, bool after_event);
+
 }  // namespace hotpath::batcher

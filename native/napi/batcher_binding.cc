@@ -47,6 +47,19 @@ struct BatcherEnv {
   // batcherAttach (an environment that never batches, such as a piscina
   // worker, makes no TSFN); shared with the door's TSFN.
   std::shared_ptr<BatcherDoorState> door;
+  // What an accepted batcherEnqueue returns: one frozen {ok: true, value:
+  // null} made at the first enqueue, so accepting a request builds no
+  // result object.
+  Napi::ObjectReference accepted;
+
+  Napi::Value Accepted(Napi::Env env) {
+    if (accepted.IsEmpty()) {
+      Napi::Object result = OkResult(env, env.Null());
+      result.Freeze();
+      accepted = Napi::Persistent(result);
+    }
+    return accepted.Value();
+  }
 
   Result<BatcherDoorState*> OpenDoor(Napi::Env env) {
     if (!door) {
@@ -84,16 +97,18 @@ struct Attached {
 Status Closed() { return Status(StatusCode::kFailedPrecondition, "batcher is closed"); }
 
 // `stopped_ok`: a stopped batcher will do (its counters are read once more
-// after stop); otherwise it is closed.
+// after stop); otherwise it is closed. Found through this environment's
+// handler (which holds the registry entry weakly), not the registry: no
+// process-wide lock on the enqueue path.
 Result<Attached> AttachedOf(const Napi::CallbackInfo& info, bool stopped_ok = false) {
   Result<uint64_t> id = ToU64(info[0], "batcher");
   if (!id.ok()) return id.status();
   BatcherEnv& state = EnvOf(info);
-  if (!state.door || !state.door->HasHandler(id.value())) return Closed();
-  Result<std::shared_ptr<bt::RegisteredBatcher>> entry = bt::BatcherRegistry::Process().Find(id.value());
-  if (!entry.ok()) return entry.status();
-  if (!stopped_ok && entry.value()->stopped.load()) return Closed();
-  return Attached{std::move(entry).value(), state.door.get()};
+  if (!state.door) return Closed();
+  std::shared_ptr<bt::RegisteredBatcher> entry = state.door->Entry(id.value());
+  if (!entry) return Closed();  // no handle here, or forgotten by the registry
+  if (!stopped_ok && entry->stopped.load()) return Closed();
+  return Attached{std::move(entry), state.door.get()};
 }
 
 Status OwnerOnly(const Attached& attached, const char* what) {
@@ -141,7 +156,7 @@ Napi::Value CreateJs(const Napi::CallbackInfo& info) {
       door.value()->id(), std::move(a.input_dims));
   if (!created.ok()) return ErrorResult(env, created.status());
   const uint64_t id = created.value()->id;
-  door.value()->AddHandler(id, info[1].As<Napi::Function>());  // a fresh id: never taken
+  door.value()->AddHandler(id, info[1].As<Napi::Function>(), created.value());  // a fresh id: never taken
   return OkResult(env, Napi::Number::New(env, static_cast<double>(id)));
 }
 
@@ -158,7 +173,7 @@ Napi::Value AttachJs(const Napi::CallbackInfo& info) {
   if (entry.value()->stopped.load()) return ErrorResult(env, Closed());
   Result<BatcherDoorState*> door = EnvOf(info).OpenDoor(env);
   if (!door.ok()) return ErrorResult(env, door.status());
-  if (!door.value()->AddHandler(id.value(), info[1].As<Napi::Function>())) {
+  if (!door.value()->AddHandler(id.value(), info[1].As<Napi::Function>(), entry.value())) {
     return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "this thread has a handle on that batcher already"));
   }
   return OkResult(env, env.Null());
@@ -225,7 +240,7 @@ Napi::Value EnqueueJs(const Napi::CallbackInfo& info) {
   const bt::EnqueueResult enqueued = entry.batcher->Enqueue(request);
   if (enqueued.ok()) {
     found.value().door->AddOutstanding(1);
-    return OkResult(env, env.Null());
+    return EnvOf(info).Accepted(env);
   }
   Napi::Object result = ErrorResult(env, enqueued.status);
   // The core says why it refused; a failure without a kind is a fault, not a refusal.

@@ -92,6 +92,29 @@ Result<std::vector<DimsTemplate>> ToDimsTemplates(const Napi::Value& value, uint
   return templates;
 }
 
+// Bytes per element of a TypedArray type; 0 for a type newer than this code.
+uint64_t TypedArrayElementBytes(napi_typedarray_type type) {
+  switch (type) {
+    case napi_int8_array:
+    case napi_uint8_array:
+    case napi_uint8_clamped_array:
+      return 1;
+    case napi_int16_array:
+    case napi_uint16_array:
+      return 2;
+    case napi_int32_array:
+    case napi_uint32_array:
+    case napi_float32_array:
+      return 4;
+    case napi_float64_array:
+    case napi_bigint64_array:
+    case napi_biguint64_array:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 Status ReadU32Field(const Napi::Object& o, const char* name, uint32_t* target) {
   Result<uint32_t> number = ToU32(o.Get(name), name);
   if (!number.ok()) return number.status();
@@ -182,17 +205,25 @@ Status ToRequestInputs(const Napi::Value& inputs, const Napi::Value& variable_di
   } else if (!variable_dims.IsNull() && !variable_dims.IsUndefined()) {
     return Bad("variableDims must be null: every dim of this model is fixed");
   }
-  out->resize(data.Length());
+  const uint32_t count = data.Length();
+  out->resize(count);
   uint32_t next = 0;
-  for (uint32_t i = 0; i < data.Length(); ++i) {
+  for (uint32_t i = 0; i < count; ++i) {
     Napi::Value bytes = data.Get(i);
-    if (!bytes.IsTypedArray()) return Bad("inputs[" + std::to_string(i) + "] must be a TypedArray");
-    Napi::TypedArray array = bytes.As<Napi::TypedArray>();
     batcher::RequestInput& input = (*out)[i];
-    input.bytes = array.ByteLength();
+    // One call for the type, the length and the data (already offset to the
+    // view's first byte); it fails for anything but a TypedArray.
+    napi_typedarray_type type = napi_uint8_array;
+    size_t length = 0;
+    void* first = nullptr;
+    if (napi_get_typedarray_info(bytes.Env(), bytes, &type, &length, &first, nullptr, nullptr) != napi_ok) {
+      return Bad("inputs[" + std::to_string(i) + "] must be a TypedArray");
+    }
+    const uint64_t element_bytes = TypedArrayElementBytes(type);
+    if (element_bytes == 0) return Bad("inputs[" + std::to_string(i) + "]: unsupported TypedArray type");
+    input.bytes = static_cast<uint64_t>(length) * element_bytes;
     // Borrowed: the batcher copies it during Enqueue, before this call returns.
-    input.data = input.bytes == 0 ? nullptr
-                                  : static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
+    input.data = input.bytes == 0 ? nullptr : first;
     if (i >= templates.size()) {
       input.dims.clear();
       continue;

@@ -49,10 +49,16 @@ Result<std::shared_ptr<BatcherDoorState>> BatcherDoorState::Open(Napi::Env env) 
   return state;
 }
 
-bool BatcherDoorState::AddHandler(uint64_t batcher, Napi::Function on_event) {
+bool BatcherDoorState::AddHandler(uint64_t batcher, Napi::Function on_event,
+                                  std::weak_ptr<bt::RegisteredBatcher> entry) {
   if (handlers_.count(batcher) > 0) return false;
-  handlers_.emplace(batcher, Napi::Persistent(on_event));
+  handlers_.emplace(batcher, Handler{Napi::Persistent(on_event), std::move(entry)});
   return true;
+}
+
+std::shared_ptr<bt::RegisteredBatcher> BatcherDoorState::Entry(uint64_t batcher) const {
+  auto it = handlers_.find(batcher);
+  return it == handlers_.end() ? nullptr : it->second.entry.lock();
 }
 
 void BatcherDoorState::AddOutstanding(uint64_t n) {
@@ -127,7 +133,7 @@ void BatcherDoorState::Deliver(Napi::Env env, std::unique_ptr<bt::DoorEvent> eve
   const bool last = event->kind == bt::DoorEvent::Kind::kMarker && last_marker != last_markers_.end() &&
                     last_marker->second == event->marker;
   auto handler = handlers_.find(batcher);
-  if (handler != handlers_.end()) Call(env, handler->second.Value(), std::move(event));
+  if (handler != handlers_.end()) Call(env, handler->second.on_event.Value(), std::move(event));
   // Without a handler (detached) the share went with `event`.
   if (last) {
     handlers_.erase(batcher);

@@ -33,6 +33,10 @@
 #include "batcher/doors.h"
 #include "common/result.h"
 
+namespace hotpath::batcher {
+struct RegisteredBatcher;
+}
+
 namespace hotpath::napi {
 
 class TsfnDoor final : public batcher::Door {
@@ -58,9 +62,15 @@ class BatcherDoorState {
   bool closed() const { return closed_; }
 
   // The JS handler for `batcher`'s events in this environment (one per
-  // batcher and environment). False when one is registered already.
-  bool AddHandler(uint64_t batcher, Napi::Function on_event);
+  // batcher and environment), and the batcher's registry entry, held weakly
+  // beside it so a call on this handle finds the batcher without the
+  // registry's process-wide lock. False when one is registered already.
+  bool AddHandler(uint64_t batcher, Napi::Function on_event, std::weak_ptr<batcher::RegisteredBatcher> entry);
   bool HasHandler(uint64_t batcher) const { return handlers_.count(batcher) > 0; }
+  // The entry of a batcher this environment has a handler for; null without
+  // a handler, or once the registry has forgotten the batcher (Forget drops
+  // the only lasting reference, so the entry is gone, as a Find would fail).
+  std::shared_ptr<batcher::RegisteredBatcher> Entry(uint64_t batcher) const;
   // Later events for `batcher` are dropped here (their shares released).
   void RemoveHandler(uint64_t batcher) { handlers_.erase(batcher); }
   // Once `marker` (a stop's) has been delivered to it: RemoveHandler, and
@@ -98,7 +108,11 @@ class BatcherDoorState {
   batcher::DoorId id_ = 0;
   bool closed_ = false;
   uint64_t outstanding_ = 0;
-  std::map<uint64_t, Napi::FunctionReference> handlers_;  // by batcher id
+  struct Handler {
+    Napi::FunctionReference on_event;
+    std::weak_ptr<batcher::RegisteredBatcher> entry;
+  };
+  std::map<uint64_t, Handler> handlers_;                   // by batcher id
   std::map<uint64_t, uint64_t> last_markers_;              // batcher id -> its stop marker
   std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<batcher::SharedBatch>> held_;  // (batcher, batch)
 };

@@ -1,5 +1,7 @@
 // Tests for batcher/policy.h: the pure batching policy, driven with explicit
 // time points (no threads, no clock).
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -381,6 +383,97 @@ void TestCopiesInFlight(test::Checker& check) {
   check.True(expired.discard.empty(), "but the batch is not freed under the copy");
 }
 
+void TestLoopTimerLinger(test::Checker& check) {
+  const BatcherConfig config = Config(8, {}, 200);
+  Decision none;
+  Decision soon;
+  soon.next_wakeup = kT0 + microseconds(50);
+  Decision late;
+  late.next_wakeup = kT0 + microseconds(500);  // a deadline, say
+  check.True(LoopTimer(config, none, 1, kT0, true) == kT0 + microseconds(200), "after an event: lingers one delay");
+  check.True(!LoopTimer(config, none, 1, kT0, false), "after its own timer: sleeps until an event");
+  check.True(!LoopTimer(config, none, 0, kT0, true), "no idle instance: no delay can run out, no linger");
+  check.True(!LoopTimer(Config(8), none, 1, kT0, true), "delay 0: Enqueue seals, no linger");
+  check.True(LoopTimer(config, soon, 1, kT0, true) == kT0 + microseconds(50), "an earlier decision stands");
+  check.True(LoopTimer(config, late, 1, kT0, true) == kT0 + microseconds(200), "a later one is brought forward");
+  check.True(LoopTimer(config, late, 1, kT0, false) == kT0 + microseconds(500), "without an event, Decide's time");
+}
+
+// The loop and Enqueue's wake rule, simulated microsecond by microsecond
+// with one instance: requests arrive at random gaps, a sealed batch runs for
+// a random time, the loop runs a pass when woken (an enqueue the rule says
+// must wake it, an instance coming back) or when its timer (LoopTimer) runs
+// out. After every microsecond's events no batch may be ready with the
+// instance idle: that would be a request waiting past its max queue delay
+// because a wake was skipped. With the linger the enqueuing threads wake
+// the loop less often than without it (the per-batch futex wake it saves).
+void TestNoLostWakeWithTheLinger(test::Checker& check) {
+  auto run = [&check](bool linger) {
+    BatcherConfig config = Config(8, {4}, 200);
+    Sim sim(config);
+    std::mt19937 random(7);
+    std::uniform_int_distribution<int> gap(0, 300);
+    std::uniform_int_distribution<int> run_time(20, 400);
+    uint32_t idle = 1;
+    std::optional<TimePoint> timer;
+    std::optional<TimePoint> done_at;
+    uint64_t enqueue_wakes = 0;
+    uint64_t sealed_requests = 0;
+    bool lost = false;
+    // Applies seals like ApplyLocked (the instance runs the batch), as often
+    // as Decide finds some; returns the last decision.
+    auto seal_ready = [&](TimePoint now) {
+      for (;;) {
+        Decision decision = sim.DecideAt(now, idle);
+        if (decision.seal.empty()) return decision;
+        for (uint64_t id : decision.seal) {
+          for (size_t i = 0; i < sim.batches.size(); ++i) {
+            if (sim.batches[i].id != id) continue;
+            sealed_requests += sim.batches[i].requests.size();
+            sim.batches.erase(sim.batches.begin() + static_cast<long>(i));
+            break;
+          }
+          --idle;
+          done_at = now + microseconds(run_time(random));
+        }
+      }
+    };
+    auto loop_pass = [&](TimePoint now, bool after_event) {
+      const Decision decision = seal_ready(now);
+      timer = linger ? LoopTimer(config, decision, idle, now, after_event) : decision.next_wakeup;
+    };
+    loop_pass(kT0, true);  // Create
+    TimePoint next_arrival = kT0 + microseconds(gap(random));
+    for (TimePoint now = kT0; now < kT0 + std::chrono::milliseconds(200); now += microseconds(1)) {
+      if (done_at && *done_at <= now) {  // InstanceIdle: always wakes the loop
+        done_at.reset();
+        ++idle;
+        loop_pass(now, true);
+      }
+      while (next_arrival <= now) {
+        sim.Add(1, now);
+        next_arrival = now + microseconds(gap(random));
+        if (idle == 0) continue;  // with every instance busy, batches just grow
+        const Decision next = sim.DecideAt(now, idle);
+        if (!next.seal.empty()) {
+          seal_ready(now);  // the enqueuing thread seals and dispatches inline
+        } else if (next.next_wakeup && (!timer || *next.next_wakeup < *timer)) {
+          ++enqueue_wakes;
+          loop_pass(now, true);
+        }
+      }
+      if (timer && *timer <= now) loop_pass(now, false);
+      if (idle > 0 && !sim.DecideAt(now, idle).seal.empty()) lost = true;
+    }
+    check.True(!lost, linger ? "with the linger: no ready batch left waiting" : "without: no ready batch left waiting");
+    check.True(sealed_requests > 500, "the simulation ran batches");
+    return enqueue_wakes;
+  };
+  const uint64_t without = run(false);
+  const uint64_t with = run(true);
+  check.True(with < without, "the linger spares enqueues wakes of the loop");
+}
+
 }  // namespace
 }  // namespace hotpath::batcher
 
@@ -403,5 +496,7 @@ int main() {
   TestPriorityOrdering(check);
   TestPreserveOrdering(check);
   TestCopiesInFlight(check);
+  TestLoopTimerLinger(check);
+  TestNoLostWakeWithTheLinger(check);
   return check.ExitCode();
 }

@@ -191,6 +191,103 @@ void TestExpiryRejectsAndCompacts(test::Checker& check) {
   check.Equal(f.batcher->Stats().rejected_deadline, uint64_t{2}, "both deadline rejections");
 }
 
+// Compaction with two inputs of different widths: each input's bytes of
+// each request are recorded per slot (slot-major, one record per input), so
+// a hole in the middle must move both inputs' rows, each by its own size.
+void TestTwoInputsCompactIndependently(test::Checker& check) {
+  BatcherConfig config = Config(8, 1000);
+  config.model_name = "two-inputs";
+  config.input_count = 2;
+  auto clock = std::make_shared<ManualClock>();
+  Recorder recorder;
+  auto created = Batcher::Create(config, clock, std::make_shared<HostBatchMemory>(), recorder.Callbacks());
+  if (!check.True(created.ok(), "created")) return;
+  std::unique_ptr<Batcher> batcher = std::move(created).value();
+  const TimePoint t0 = clock->Now();
+  // Request id: input 0 is 4 floats of id, input 1 is 2 floats of -id.
+  auto enqueue = [&](uint64_t id, std::optional<TimePoint> deadline) {
+    std::vector<float> wide(4, float(id));
+    std::vector<float> narrow(2, -float(id));
+    EnqueueRequest request;
+    request.id = id;
+    request.deadline = deadline;
+    request.inputs.push_back(RequestInput{wide.data(), wide.size() * sizeof(float), {4}});
+    request.inputs.push_back(RequestInput{narrow.data(), narrow.size() * sizeof(float), {2}});
+    return batcher->Enqueue(request);
+  };
+  check.True(enqueue(1, std::nullopt).ok(), "request 1");
+  check.True(enqueue(2, t0 + microseconds(300)).ok(), "request 2, to expire");
+  check.True(enqueue(3, std::nullopt).ok(), "request 3");
+  clock->Advance(microseconds(300));
+  batcher->Flush();
+  clock->Advance(microseconds(700));
+  batcher->Flush();
+  std::lock_guard<std::mutex> guard(recorder.mu);
+  if (!check.Equal(recorder.batches.size(), size_t{1}, "one batch")) return;
+  const SealedBatch& batch = recorder.batches[0];
+  check.Equal(batch.rows, 2u, "requests 1 and 3");
+  if (!check.Equal(batch.inputs.size(), size_t{2}, "two inputs")) return;
+  check.Equal(batch.inputs[0].bytes, uint64_t{2 * 4 * sizeof(float)}, "input 0 packed");
+  check.Equal(batch.inputs[1].bytes, uint64_t{2 * 2 * sizeof(float)}, "input 1 packed");
+  std::vector<float> wide(8), narrow(4);
+  std::memcpy(wide.data(), batch.inputs[0].buffer.data(), wide.size() * sizeof(float));
+  std::memcpy(narrow.data(), batch.inputs[1].buffer.data(), narrow.size() * sizeof(float));
+  check.True(wide == std::vector<float>{1, 1, 1, 1, 3, 3, 3, 3}, "input 0: request 3 moved over the hole");
+  check.True(narrow == std::vector<float>{-1, -1, -3, -3}, "input 1: request 3 moved over the hole");
+}
+
+// Stop() waits for a batch an Enqueue is dispatching itself (inline), and
+// is woken when that delivery ends: if the deliverer's notify were lost,
+// Stop would never return and CTest's timeout would fail this test.
+void TestStopWaitsForAnInlineDelivery(test::Checker& check) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false;
+  bool release = false;
+  std::atomic<bool> returned{false};
+  BatcherCallbacks callbacks;
+  callbacks.dispatch = [&](SealedBatch) {
+    std::unique_lock<std::mutex> lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    returned.store(true);
+  };
+  callbacks.reject = [](std::vector<RejectedRequest>) {};
+  BatcherConfig config = Config(4, 1000);
+  config.model_name = "stop-inline";
+  config.preferred_batch_sizes = {2};
+  auto created = Batcher::Create(config, std::make_shared<ManualClock>(), std::make_shared<HostBatchMemory>(),
+                                 std::move(callbacks));
+  if (!check.True(created.ok(), "created")) return;
+  std::unique_ptr<Batcher> batcher = std::move(created).value();
+  float value = 1;
+  EnqueueRequest request;
+  request.inputs.push_back(RequestInput{&value, sizeof(value), {1}});
+  check.True(batcher->Enqueue(request).ok(), "first request");
+  // The second completes the preferred size: its Enqueue dispatches, and blocks there.
+  std::thread enqueuer([&] { check.True(batcher->Enqueue(request).ok(), "second request"); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered; });
+  }
+  std::atomic<bool> stopped_before_return{false};
+  std::thread stopper([&] {
+    batcher->Stop();
+    stopped_before_return.store(!returned.load());
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  stopper.join();
+  enqueuer.join();
+  check.True(returned.load(), "the delivery finished");
+  check.True(!stopped_before_return.load(), "Stop returned only after the delivery");
+  check.Equal(batcher->Stats().execution_count, uint64_t{1}, "the batch was dispatched, not rejected");
+}
+
 void TestQueueFullAndMemory(test::Checker& check) {
   BatcherConfig config = Config(4, 1000);
   config.default_queue_policy.max_queue_size = 2;
@@ -468,6 +565,8 @@ int main() {
   using namespace hotpath::batcher;
   TestCreateValidates(check);
   TestEveryRefusalCarriesItsKind(check);
+  TestTwoInputsCompactIndependently(check);
+  TestStopWaitsForAnInlineDelivery(check);
   TestDelayTimerAndInPlaceBatch(check);
   TestBusyInstancesLetBatchesGrow(check);
   TestExpiryRejectsAndCompacts(check);

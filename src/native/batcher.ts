@@ -356,11 +356,13 @@ export class Batcher {
   enqueueValidated(request: ValidatedEnqueue): Promise<SealedSlice> {
     const stopped = this.#refuseIfStopped(this.enqueueValidated);
     if (stopped !== undefined) return stopped;
-    const { rows, priority, timeoutUs, inputs } = request;
     const deadlineUs = request.deadlineMs === undefined ? null : deadlineMicroseconds(request.deadlineMs);
     // The shapes lead with the rows when this batcher batches; its dims templates do not.
     const variableDims = variableDimsOf(this.#options, request.shapes, this.#options.maxBatchSize > 0 ? 1 : 0);
-    return this.#submit({ rows, priority, timeoutUs, deadlineUs, inputs, variableDims }, this.enqueueValidated);
+    // Straight to the binding, with no CheckedRequest in between: one object less per request.
+    const id = this.#nextRequest++;
+    const result = this.#binding.batcherEnqueue(this.#id, id, request.rows, request.priority, request.timeoutUs, deadlineUs, request.inputs, variableDims);
+    return this.#answerOf(id, result, this.enqueueValidated);
   }
 
   /** After stop(): the SHUTDOWN refusal, its stack at the caller of `caller`; undefined while running. */
@@ -373,6 +375,11 @@ export class Batcher {
     const id = this.#nextRequest++;
     const { rows, priority, timeoutUs, deadlineUs, inputs, variableDims } = checked;
     const result = this.#binding.batcherEnqueue(this.#id, id, rows, priority, timeoutUs, deadlineUs, inputs, variableDims);
+    return this.#answerOf(id, result, caller);
+  }
+
+  /** Request `id`'s promise, given what batcherEnqueue said: refused now, or settled by its event. */
+  #answerOf(id: number, result: EnqueueResult, caller: (...args: never[]) => unknown): Promise<SealedSlice> {
     if (!result.ok) return Promise.reject(withCallSite(this.#refusal(result), callSiteOf(caller)));
     // No call site for a request that is queued: capturing one costs about
     // 4.5 µs of the main thread per request (measured), a tenth of the whole

@@ -356,6 +356,30 @@ describe.each(addonBuilds)('$kind build: batcher', (build) => {
     expect(arena.stats().allocated).toBe(0);
     arena.close();
   });
+  it.skipIf(!build.present)('the binding reads an input of any TypedArray type as its bytes at its offset, refuses anything else, and answers every accepted enqueue with one frozen result', async () => {
+    const { addon, arena, batches, make } = setup();
+    const batcher = make({ maxQueueDelayUs: 0 });
+    const floats = new Float32Array(12).map((_, k) => k + 0.5); // 3 rows of 4
+    const row1 = floats.subarray(4, 8); // 16 bytes at byte offset 16
+    const slice = await batcher.enqueueValidated({ rows: 1, priority: 0, timeoutUs: 0, deadlineMs: undefined, inputs: [row1 as unknown as Uint8Array], shapes: [[1, 4]] });
+    expect(slice.batch.inputs[0]!.bytes).toBe(16);
+    expect(new Float32Array(slice.batch.view(0).slice(0, 16).buffer)).toEqual(new Float32Array([4.5, 5.5, 6.5, 7.5]));
+    slice.batch.release();
+    const binding = addon.binding as unknown as BatcherBinding;
+    const notTyped = binding.batcherEnqueue(batcher.id, 1_000_001, 1, 0, 0, null, [[1, 2, 3, 4]] as never, null);
+    expect(notTyped).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(notTyped.ok ? '' : notTyped.message).toMatch(/inputs\[0\] must be a TypedArray/);
+    const first = binding.batcherEnqueue(batcher.id, 1_000_002, 1, 0, 0, null, [rowsOf(1)], null);
+    const second = binding.batcherEnqueue(batcher.id, 1_000_003, 1, 0, 0, null, [rowsOf(2)], null);
+    expect(first).toEqual({ ok: true, value: null });
+    expect(second).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    await batcher.flush();
+    for (const batch of batches) batch.release();
+    await batcher.stop();
+    expect(arena.stats().allocated).toBe(0);
+    arena.close();
+  });
   it.skipIf(!build.present)('enqueueValidated: queues as enqueue does; what only the native guards see is refused INVALID, not written', async () => {
     const { arena, batches, make } = setup();
     const batcher = make({ maxQueueDelayUs: 0 });

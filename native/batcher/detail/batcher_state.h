@@ -24,13 +24,18 @@
 
 namespace hotpath::batcher::detail {
 
-// Where one request's bytes sit in its batch's buffers.
+// Where one request's rows sit in its batch. Its bytes are described by
+// BatchStorage::slot_bytes, not here, so a slot owns no heap memory.
 struct Slot {
   uint64_t sequence = 0;
   uint32_t rows = 0;
   uint32_t row_offset = 0;
-  std::vector<uint64_t> byte_offsets;  // per input
-  std::vector<uint64_t> byte_sizes;    // per input
+};
+
+// One input's bytes of one slot in its batch's buffer.
+struct SlotBytes {
+  uint64_t offset = 0;
+  uint64_t size = 0;
 };
 
 // The memory side of an OpenBatch, keyed by batch id. Slot order is row order
@@ -39,6 +44,10 @@ struct BatchStorage {
   std::vector<BatchBuffer> buffers;          // per input
   std::vector<std::vector<int64_t>> dims;    // per input, from the opener
   std::vector<Slot> slots;
+  // Slot-major, buffers.size() entries per slot: slot k's input i is at
+  // k * buffers.size() + i. Flat, so adding a request allocates nothing
+  // once the vectors have grown (they are reserved when the batch opens).
+  std::vector<SlotBytes> slot_bytes;
 };
 
 // A batch the loop took out of the open set; delivered outside the lock.
@@ -69,9 +78,14 @@ struct BatcherState {
   const BatcherCallbacks callbacks;
 
   mutable std::mutex mu;
-  // The loop waits here for wake_pending or stop; Stop() waits here for
-  // copies_in_flight to drain.
+  // The loop waits here for wake_pending or stop, and nothing else does, so
+  // a notify on it is a wake of the loop.
   std::condition_variable cv;
+  // Stop() waits here for copies_in_flight and deliveries_in_flight to
+  // drain; Enqueue notifies it only once `stop` is set. Apart from `cv` so
+  // an Enqueue that dispatched a batch itself does not wake the loop for
+  // nothing (a futex wake, and a turn of the loop on a core, per batch).
+  std::condition_variable drained_cv;
   // Flush() waits here for quiet_seq to catch up.
   std::condition_variable quiet_cv;
 
