@@ -340,10 +340,39 @@ Napi::Value ReleaseBatchJs(const Napi::CallbackInfo& info) {
   return OkResult(env, Napi::Boolean::New(env, released));
 }
 
-// (batcher, batchId, index): a block's used bytes as an external
-// ArrayBuffer, no copy. Indices [0, inputs) are the inputs; for an executed
-// batch, [inputs, inputs + outputs) are its outputs. It holds no reference:
-// the TS wrapper detaches it when the batch is released.
+// A held batch's block, for ViewJs and CopyOutJs: indices [0, inputs) are
+// the inputs; for an executed batch, [inputs, inputs + outputs) are its
+// outputs. The bytes stay valid while the door holds the batch (until
+// ReleaseBatchJs on this thread). FAILED_PRECONDITION for a batch this door
+// does not hold, INVALID_ARGUMENT for an index past its blocks.
+struct HeldBlock {
+  std::byte* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+Result<HeldBlock> HeldBlockOf(BatcherEnv& state, uint64_t batcher, uint64_t batch_id, uint64_t index) {
+  const bt::SharedBatch* held = state.door ? state.door->Held(batcher, batch_id) : nullptr;
+  if (held == nullptr) {
+    return Status(StatusCode::kFailedPrecondition, "batch " + std::to_string(batch_id) + " was released");
+  }
+  const uint64_t inputs = held->batch.inputs.size();
+  if (index < inputs) {
+    const bt::SealedInput& sealed = held->batch.inputs[index];
+    return HeldBlock{sealed.buffer.data(), sealed.bytes};
+  }
+  if (index - inputs < held->outputs.size()) {
+    const uint64_t output = index - inputs;
+    const uint64_t written = output < held->output_bytes.size() ? held->output_bytes[output] : 0;
+    return HeldBlock{held->outputs[output].data(), std::min(written, held->outputs[output].capacity())};
+  }
+  return Status(StatusCode::kInvalidArgument, "index " + std::to_string(index) + " out of range: the batch has " +
+                                                  std::to_string(inputs) + " inputs and " +
+                                                  std::to_string(held->outputs.size()) + " outputs");
+}
+
+// (batcher, batchId, index): a block's used bytes (indices as HeldBlockOf)
+// as an external ArrayBuffer, no copy. It holds no reference: the TS wrapper
+// detaches it when the batch is released.
 Napi::Value ViewJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Result<uint64_t> batcher = ToU64(info[0], "batcher");
@@ -352,31 +381,14 @@ Napi::Value ViewJs(const Napi::CallbackInfo& info) {
   for (const Status* s : {&batcher.status(), &batch_id.status(), &index.status()}) {
     if (!s->ok()) return ErrorResult(env, *s);
   }
-  BatcherEnv& state = EnvOf(info);
-  const bt::SharedBatch* held = state.door ? state.door->Held(batcher.value(), batch_id.value()) : nullptr;
-  if (held == nullptr) {
-    return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batch " + std::to_string(batch_id.value()) + " was released"));
-  }
-  const uint64_t inputs = held->batch.inputs.size();
-  void* data = nullptr;
-  uint64_t bytes = 0;
-  if (index.value() < inputs) {
-    const bt::SealedInput& sealed = held->batch.inputs[index.value()];
-    data = sealed.buffer.data();
-    bytes = sealed.bytes;
-  } else if (index.value() - inputs < held->outputs.size()) {
-    const uint64_t output = index.value() - inputs;
-    data = held->outputs[output].data();
-    bytes = output < held->output_bytes.size() ? std::min(held->output_bytes[output], held->outputs[output].capacity()) : 0;
-  } else {
-    return ErrorResult(env, Status(StatusCode::kInvalidArgument, "input index out of range"));
-  }
-  Napi::ArrayBuffer view = Napi::ArrayBuffer::New(env, data, bytes, [](Napi::Env, void*) {});
+  Result<HeldBlock> block = HeldBlockOf(EnvOf(info), batcher.value(), batch_id.value(), index.value());
+  if (!block.ok()) return ErrorResult(env, block.status());
+  Napi::ArrayBuffer view = Napi::ArrayBuffer::New(env, block.value().data, block.value().bytes, [](Napi::Env, void*) {});
   return OkResult(env, view);
 }
 
 // (batcher, batchId, index, byteOffset, byteLength): a copy of those bytes
-// of a held batch's block (indices as for ViewJs) in a new ArrayBuffer that
+// of a held batch's block (indices as HeldBlockOf) in a new ArrayBuffer that
 // V8 owns. What a request's answer takes of the outputs: unlike a view, the
 // copy needs no detach when the batch goes, and detaching an external
 // ArrayBuffer costs Node a thread-safe immediate (an eventfd write and one
@@ -392,25 +404,9 @@ Napi::Value CopyOutJs(const Napi::CallbackInfo& info) {
   for (const Status* s : {&batcher.status(), &batch_id.status(), &index.status(), &offset.status(), &length.status()}) {
     if (!s->ok()) return ErrorResult(env, *s);
   }
-  BatcherEnv& state = EnvOf(info);
-  const bt::SharedBatch* held = state.door ? state.door->Held(batcher.value(), batch_id.value()) : nullptr;
-  if (held == nullptr) {
-    return ErrorResult(env, Status(StatusCode::kFailedPrecondition, "batch " + std::to_string(batch_id.value()) + " was released"));
-  }
-  const uint64_t inputs = held->batch.inputs.size();
-  const std::byte* data = nullptr;
-  uint64_t bytes = 0;
-  if (index.value() < inputs) {
-    const bt::SealedInput& sealed = held->batch.inputs[index.value()];
-    data = sealed.buffer.data();
-    bytes = sealed.bytes;
-  } else if (index.value() - inputs < held->outputs.size()) {
-    const uint64_t output = index.value() - inputs;
-    data = held->outputs[output].data();
-    bytes = output < held->output_bytes.size() ? std::min(held->output_bytes[output], held->outputs[output].capacity()) : 0;
-  } else {
-    return ErrorResult(env, Status(StatusCode::kInvalidArgument, "index out of range"));
-  }
+  Result<HeldBlock> block = HeldBlockOf(EnvOf(info), batcher.value(), batch_id.value(), index.value());
+  if (!block.ok()) return ErrorResult(env, block.status());
+  const uint64_t bytes = block.value().bytes;
   // Written so that neither the sum nor the subtraction can wrap.
   if (offset.value() > bytes || length.value() > bytes - offset.value()) {
     return ErrorResult(env, Status(StatusCode::kInvalidArgument, "bytes [" + std::to_string(offset.value()) + ", +" +
@@ -418,7 +414,7 @@ Napi::Value CopyOutJs(const Napi::CallbackInfo& info) {
                                                                 std::to_string(bytes)));
   }
   Napi::ArrayBuffer copy = Napi::ArrayBuffer::New(env, static_cast<size_t>(length.value()));
-  if (length.value() > 0) std::memcpy(copy.Data(), data + offset.value(), static_cast<size_t>(length.value()));
+  if (length.value() > 0) std::memcpy(copy.Data(), block.value().data + offset.value(), static_cast<size_t>(length.value()));
   return OkResult(env, copy);
 }
 

@@ -39,9 +39,8 @@ import type { DoorThreadSettings, FromDoorMessage, ToDoorMessage } from './door-
 import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
 import { serviceDefinitionFor } from './grpc-service-definition.js';
 import { watchHttp2Preface } from './grpc-listener.js';
-import { declaredLength, tooLarge } from './http/body-reader.js';
+import { answerExpectContinue } from './http/body-reader.js';
 import { HttpAdmission } from './http/http-admission.js';
-import { sendError } from './http/http-reply.js';
 import { withIdleStreamFrameFilter } from './idle-reset-filter.js';
 
 const port = parentPort;
@@ -124,17 +123,7 @@ function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
   applyHttpConnectionLimits(server, settings.connections);
   server.headersTimeout = Math.min(settings.headerTimeoutMs, server.requestTimeout || Infinity);
   // A declared body above the limit gets its 413 before the body is sent, as on the main thread.
-  server.on('checkContinue', (request: http.IncomingMessage, response: http.ServerResponse) => {
-    const declared = declaredLength(request);
-    if (declared !== undefined && declared > settings.maxMessageBytes) {
-      const refusal = tooLarge(settings.maxMessageBytes, `a body of ${declared} bytes`);
-      framing.refused('http:413', { door: 'http', method: request.method, peer: request.socket.remoteAddress, status: 413, reason: refusal.message }, 'request refused');
-      sendError(response, refusal);
-      return;
-    }
-    response.writeContinue();
-    tracked(request, response);
-  });
+  answerExpectContinue(server, settings.maxMessageBytes, framing, tracked);
   return {
     adopt(socket: net.Socket): void {
       server.emit('connection', socket);

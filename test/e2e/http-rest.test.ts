@@ -398,6 +398,41 @@ describe('errors', () => {
     expect(JSON.parse(chunked.body.toString()).error).toMatch(/a chunked body of more than 65536 bytes exceeds the limit of 65536 bytes/);
     expect((await send('GET', '/v2')).status).toBe(200);
   });
+
+  it('Expect: 100-continue: a declared body above --max-message-size gets its 413 before it is sent; one within gets 100 Continue', async () => {
+    /** Headers only; the body goes only after a 100 Continue. Resolves with what came first. */
+    const expectContinue = (bytes: number) =>
+      new Promise<{ continued: boolean; status: number; body: string }>((resolve, reject) => {
+        const request = http.request({
+          host: '127.0.0.1',
+          port: server.httpPort,
+          method: 'POST',
+          path: '/v2/models/ctr_mlp/infer',
+          agent: false,
+          headers: { 'content-type': 'application/json', 'content-length': bytes, expect: '100-continue' },
+        });
+        let continued = false;
+        request.on('continue', () => {
+          continued = true;
+          request.end(Buffer.alloc(bytes, 0x20));
+        });
+        request.on('response', (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => resolve({ continued, status: response.statusCode!, body: Buffer.concat(chunks).toString() }));
+        });
+        request.on('error', reject);
+        request.flushHeaders();
+      });
+    const refused = await expectContinue(LIMIT * 16);
+    expect([refused.continued, refused.status]).toEqual([false, 413]);
+    expect(JSON.parse(refused.body).error).toBe(
+      `request body too large: a body of ${LIMIT * 16} bytes exceeds the limit of ${LIMIT} bytes (--max-message-size)`,
+    );
+    // Within the limit: 100 Continue, then the (blank, so not JSON) body is read and answered 400.
+    const within = await expectContinue(16);
+    expect([within.continued, within.status]).toEqual([true, 400]);
+  });
 });
 
 describe('keep-alive', () => {

@@ -17,11 +17,12 @@
  * Refusals are HttpFramingError 413 (too large), 503 (over the budget) or
  * ServingError 'invalid' (a body the server cannot read).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import zlib from 'node:zlib';
 import { invalidArgument } from '../../common/serving-error.js';
 import type { BodyBudget, BodyLease } from './body-budget.js';
-import { HttpFramingError, type Exchange } from './http-reply.js';
+import type { RefusalLog } from '../../observability/refusal-log.js';
+import { HttpFramingError, sendError, type Exchange } from './http-reply.js';
 import { JsonValueCounter, parseJson } from './json-body.js';
 import type { JsonParser } from './json-parser.js';
 
@@ -219,5 +220,30 @@ function inflate(
       if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
     });
     inflater.end(body);
+  });
+}
+
+/**
+ * A request with `Expect: 100-continue` (the server's 'checkContinue'): a
+ * declared body above `maxBytes` gets its 413 before the client sends it,
+ * logged through `refusals`; any other gets its 100 Continue and goes to
+ * `handle`. The same on the main thread's REST server and a door thread's.
+ */
+export function answerExpectContinue(
+  server: Server,
+  maxBytes: number,
+  refusals: RefusalLog,
+  handle: (request: IncomingMessage, response: ServerResponse) => void,
+): void {
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    const declared = declaredLength(request);
+    if (declared !== undefined && declared > maxBytes) {
+      const refusal = tooLarge(maxBytes, `a body of ${declared} bytes`);
+      refusals.refused('http:413', { door: 'http', method: request.method, peer: request.socket.remoteAddress, status: 413, reason: refusal.message }, 'request refused');
+      sendError(response, refusal);
+      return;
+    }
+    response.writeContinue();
+    handle(request, response);
   });
 }

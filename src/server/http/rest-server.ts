@@ -30,7 +30,7 @@ import { invalidArgument, notFound } from '../../common/serving-error.js';
 import { echo } from '../../common/echo.js';
 import { applyHttpConnectionLimits, type ConnectionLimits } from '../../security/connection-limits.js';
 import type { InferencePath } from '../../inference/infer-context.js';
-import { declaredLength, tooLarge, type BodyLimits } from './body-reader.js';
+import { answerExpectContinue, type BodyLimits } from './body-reader.js';
 import { BodyBudget } from './body-budget.js';
 import { JsonParser } from './json-parser.js';
 import { DOOR_LIMIT_DEFAULTS, type DoorLimits } from '../../security/door-limits.js';
@@ -124,17 +124,7 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   // A new request's headers must arrive within --header-timeout (idle kept-alive connections are --http-idle-timeout's).
   server.headersTimeout = Math.min(doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs, server.requestTimeout || Infinity);
   server.once('close', () => void json.close());
-  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
-    const declared = declaredLength(request);
-    if (declared !== undefined && declared > options.maxMessageBytes) {
-      const refusal = tooLarge(options.maxMessageBytes, `a body of ${declared} bytes`);
-      framing.refused('http:413', { door: 'http', method: request.method, peer: request.socket.remoteAddress, status: 413, reason: refusal.message }, 'request refused');
-      sendError(response, refusal);
-      return;
-    }
-    response.writeContinue();
-    handle(request, response);
-  });
+  answerExpectContinue(server, options.maxMessageBytes, framing, handle);
   return server;
 }
 
