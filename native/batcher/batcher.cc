@@ -298,7 +298,9 @@ void RunLoop(BatcherState& s) {
       lock.unlock();
       Deliver(s, work);
       lock.lock();
-      continue;  // events may have arrived meanwhile; decide again
+      // Events may have arrived meanwhile: decide again, as after an event if one did.
+      after_event = after_event || s.wake_pending;
+      continue;
     }
     s.quiet_seq = seen;
     // Under the lock on purpose: Flush is a test hook, and notifying before
@@ -536,8 +538,8 @@ Status Batcher::InstanceIdle() {
     }
     ++s.idle_instances;
     // An idle instance changes what the loop would do only for requests that
-    // wait in an open batch; with none, the next Enqueue decides (and seals
-    // inline) itself. Skipping the wake spares the loop thread a turn on a
+    // wait in an open batch; with none, the next Enqueue decides itself (it
+    // seals inline, or wakes the loop for an ordered model). Skipping the wake spares the loop thread a turn on a
     // core per batch when requests come one at a time.
     if (s.batches.empty() && !s.stop.load(std::memory_order_acquire)) return Status::Ok();
   }

@@ -92,7 +92,8 @@ Result<std::vector<DimsTemplate>> ToDimsTemplates(const Napi::Value& value, uint
   return templates;
 }
 
-// Bytes per element of a TypedArray type; 0 for a type newer than this code.
+// Bytes per element of a TypedArray type; 0 for one the enqueue does not
+// take (a Float16Array, or a type newer than this code): refused.
 uint64_t TypedArrayElementBytes(napi_typedarray_type type) {
   switch (type) {
     case napi_int8_array:

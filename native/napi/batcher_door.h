@@ -69,7 +69,9 @@ class BatcherDoorState {
   bool HasHandler(uint64_t batcher) const { return handlers_.count(batcher) > 0; }
   // The entry of a batcher this environment has a handler for; null without
   // a handler, or once the registry has forgotten the batcher (Forget drops
-  // the only lasting reference, so the entry is gone, as a Find would fail).
+  // the only lasting reference, so the entry is usually gone, as a Find
+  // would fail; a call in flight on another thread may keep it a moment
+  // longer, and then its `stopped` is set).
   std::shared_ptr<batcher::RegisteredBatcher> Entry(uint64_t batcher) const;
   // Later events for `batcher` are dropped here (their shares released).
   void RemoveHandler(uint64_t batcher) { handlers_.erase(batcher); }

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -23,16 +24,23 @@ Status ErrnoStatus(const char* call, int fd, int err) {
 
 Result<int> DuplicateSocket(int fd) {
   if (fd < 0) return Status(StatusCode::kInvalidArgument, "descriptor must be >= 0, got " + std::to_string(fd));
-  // Checked first so that a descriptor that is a file or a pipe is never
-  // duplicated into a door thread that would treat it as a connection.
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) return ErrnoStatus("fstat", fd, errno);
-  if (!S_ISSOCK(info.st_mode)) {
-    return Status(StatusCode::kInvalidArgument, "descriptor " + std::to_string(fd) + " is not a socket");
-  }
   // F_DUPFD_CLOEXEC: a child process (a spawned tool) never inherits a client connection.
   const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) return ErrnoStatus("fcntl(F_DUPFD_CLOEXEC)", fd, errno);
+  // The copy is what is checked, not `fd`: another thread may close `fd` and
+  // the number be reused between two calls on it. A descriptor that is a
+  // file or a pipe never reaches a door thread that would treat it as a
+  // connection.
+  struct stat info {};
+  if (::fstat(copy, &info) != 0) {
+    const int err = errno;
+    if (::close(copy) != 0) return ErrnoStatus("close", copy, errno);
+    return ErrnoStatus("fstat", fd, err);
+  }
+  if (!S_ISSOCK(info.st_mode)) {
+    if (::close(copy) != 0) return ErrnoStatus("close", copy, errno);
+    return Status(StatusCode::kInvalidArgument, "descriptor " + std::to_string(fd) + " is not a socket");
+  }
   return copy;
 }
 

@@ -19,7 +19,8 @@ namespace hotpath::process {
 // A close-on-exec duplicate of `fd`, which must be an open socket.
 // INVALID_ARGUMENT for a negative descriptor or one that is not a socket,
 // NOT_FOUND for a descriptor that is not open (EBADF), RESOURCE_EXHAUSTED
-// when the process is out of descriptors (EMFILE), INTERNAL otherwise; the
+// when the process or the system is out of descriptors (EMFILE, ENFILE),
+// INTERNAL otherwise; the
 // message carries strerror.
 Result<int> DuplicateSocket(int fd);
 

@@ -276,6 +276,13 @@ void TestStopWaitsForAnInlineDelivery(test::Checker& check) {
     batcher->Stop();
     stopped_before_return.store(!returned.load());
   });
+  // Released only once Stop() has set `stop` (an enqueue is refused
+  // SHUTDOWN), so the delivery ends after it and must take the notify path:
+  // were that notify lost, Stop() would never return. Until then the
+  // requests below just queue (the one instance is busy) and Stop() refuses
+  // them. The sleep makes it likely that Stop() already waits.
+  while (batcher->Enqueue(request).kind != RejectKind::kShutdown) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   {
     std::lock_guard<std::mutex> lock(mu);
     release = true;

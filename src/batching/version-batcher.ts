@@ -301,7 +301,7 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
   }): Promise<RequestRows> {
     let slice: SealedSlice;
     try {
-      // Validated once, by prepareInference against the signature this batcher was made from.
+      // Validated once, by prepareBatchedInference against the signature this batcher was made from.
       slice = await this.batcher.enqueueValidated({
         rows: this.unbatched ? 1 : request.rows,
         inputs: request.inputs,

@@ -80,6 +80,8 @@ export function batchRowsResponse(
       shape = bigintDims(externalDims(spec, output.dims, batched));
     } else {
       const rowBytes = batch.rows === 0 ? 0 : output.byteLength / batch.rows;
+      // The server's own inconsistency, not the client's: INTERNAL, before the copy refuses a fractional offset.
+      if (!Number.isInteger(rowBytes)) throw internal(`output '${spec.name}': ${output.byteLength} bytes do not split into ${batch.rows} rows`);
       bytes = output.copy(rows.rowOffset * rowBytes, rows.rows * rowBytes);
       shape = spec.reshape === undefined ? rowsShape(rows.rows, output.dims) : bigintDims(externalDims(spec, [rows.rows, ...output.dims.slice(1)], batched));
     }

@@ -344,7 +344,7 @@ export class Batcher {
 
   /**
    * enqueue() for a request the request path has already validated against
-   * the model's signature (tensor/infer-request.ts prepareInference, whose
+   * the model's signature (tensor/infer-request.ts prepareBatchedInference, whose
    * shapes and byte sizes are the ones this batcher was created with), so its
    * arguments are not checked a second time. Only the dims its version leaves
    * open (-1) cross to native; the fixed ones crossed once, at create. The

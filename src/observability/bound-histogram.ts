@@ -14,7 +14,9 @@
  * Histogram gives, in its order and with its labels (each bucket cumulative
  * with `le` first, then `+Inf`, `_sum` and `_count`; a label set appears once
  * it has an observation; series kept until `reset()`), so the scrape text is
- * the same line for line.
+ * the same line for line, as long as `bind()` gets its labels in
+ * `labelNames` order (prom-client prints the first observer's key order) and
+ * the registry sets no default labels (prom-client would print them first).
  *
  * Binding the same label values twice gives the same series (a reloaded
  * version continues its predecessor's, as prom-client's hash would).

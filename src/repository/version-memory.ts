@@ -98,8 +98,10 @@ export class VersionMemory {
 
   /** A request starts: the version is in use (the first one running pins it). */
   requestStarted(): void {
+    // Pinned before counted: a pin that throws leaves the count as it was,
+    // so the next request pins again (counted first, it would never re-pin).
+    if (this.activeRequests === 0 && this.reservation !== undefined && !this.reservation.released) this.reservation.pin();
     this.activeRequests += 1;
-    if (this.activeRequests === 1 && this.reservation !== undefined && !this.reservation.released) this.reservation.pin();
   }
 
   /** A request finished: once none runs, the version is idle again, and most recently used. */
