@@ -256,7 +256,7 @@ export class ServerMetrics {
     });
     new Counter({
       name: METRIC.doorThreadExits,
-      help: 'Front-door threads that exited while serving (each is replaced)',
+      help: 'Front-door threads that exited while the server was not stopping (replaced if it had been ready; one that exits before it is ready is not)',
       registers: [this.registry],
       collect() {
         this.reset();

@@ -12,18 +12,22 @@
  * never decodes a message) for every method of GRPCInferenceService and
  * grpc.health.v1, whose handlers forward through one grpc-js Client per door
  * thread. Metadata goes as received (less the headers grpc-js sets itself),
- * with the call's deadline; leading and trailing metadata and the status
- * come back; a cancelled call cancels its forward. ModelStreamInfer and
- * Health/Watch are piped with backpressure.
+ * with `x-forwarded-for` set to the client's address when the client sent
+ * none (the main thread's peer is the private socket, and address-sticky
+ * routes read x-forwarded-for first), and with the call's deadline; leading
+ * and trailing metadata and the status come back; a cancelled call cancels
+ * its forward. ModelStreamInfer and Health/Watch are piped with backpressure.
  *
  * HTTP: the door decides the admission from the headers (the same gate and
  * the same messages as the main thread's endpoints) and streams the body and
- * the answer through a keep-alive agent on the main thread's socket.
+ * the answer through a keep-alive agent on the main thread's socket (with
+ * `x-forwarded-for` as for gRPC); an answer cut mid-body cuts the client's.
  *
  * Ownership: one DoorForwarding per door thread, on that thread only.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Readable, Writable } from 'node:stream';
+import { isIP } from 'node:net';
+import { pipeline, type Readable, type Writable } from 'node:stream';
 import {
   Client,
   credentials,
@@ -102,7 +106,7 @@ export class GrpcForwarding {
     return (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
       let trailers: Metadata | undefined;
       const upstream = this.client.makeUnaryRequest(
-        path, identity, identity, call.request, forwardedMetadata(call.metadata), { deadline: call.getDeadline() },
+        path, identity, identity, call.request, forwardedMetadata(call.metadata, call.getPeer()), { deadline: call.getDeadline() },
         (err, answer) => {
           if (err !== null) {
             callback(asServerError(err));
@@ -123,7 +127,7 @@ export class GrpcForwarding {
   private serverStream(path: string) {
     return (call: ServerWritableStream<Buffer, Buffer>) => {
       const upstream = this.client.makeServerStreamRequest(
-        path, identity, identity, call.request, forwardedMetadata(call.metadata), { deadline: call.getDeadline() },
+        path, identity, identity, call.request, forwardedMetadata(call.metadata, call.getPeer()), { deadline: call.getDeadline() },
       );
       pipeAnswers(upstream, call);
       call.on('cancelled', () => upstream.cancel());
@@ -132,7 +136,7 @@ export class GrpcForwarding {
 
   private bidi(path: string) {
     return (call: ServerDuplexStream<Buffer, Buffer>) => {
-      const upstream = this.client.makeBidiStreamRequest(path, identity, identity, forwardedMetadata(call.metadata), {
+      const upstream = this.client.makeBidiStreamRequest(path, identity, identity, forwardedMetadata(call.metadata, call.getPeer()), {
         deadline: call.getDeadline(),
       });
       // Requests go on with the upstream's backpressure; the client's half-close ends the upstream's requests.
@@ -160,11 +164,34 @@ function pipeAnswers(upstream: Readable, call: ServerWritableStream<Buffer, Buff
   });
 }
 
-/** A copy of the call's metadata, less what grpc-js sets on a call of its own. */
-function forwardedMetadata(metadata: Metadata): Metadata {
+/** A copy of the call's metadata, less what grpc-js sets on a call of its own, with the client's address. */
+function forwardedMetadata(metadata: Metadata, peer: string): Metadata {
   const copy = metadata.clone();
   for (const name of CALL_HEADERS) copy.remove(name);
+  const address = grpcPeerAddress(peer);
+  if (address !== undefined && copy.get('x-forwarded-for').length === 0) copy.set('x-forwarded-for', address);
   return copy;
+}
+
+/**
+ * The address in grpc-js's server-side `getPeer()`: `remoteAddress:remotePort`
+ * (IPv6 unbracketed, so `::1:5555`: the port goes first, as a TCP peer always
+ * has one), the bare address without a port, or 'unknown' (undefined here).
+ */
+function grpcPeerAddress(peer: string): string | undefined {
+  const address = peer.replace(/:\d+$/, '');
+  if (isIP(address) !== 0) return clientAddressOf(address);
+  return isIP(peer) !== 0 ? clientAddressOf(peer) : undefined;
+}
+
+/**
+ * A socket's remote address as x-forwarded-for carries it: an IPv4-mapped IPv6
+ * address as its IPv4 form, as the main thread's peerAddress() reads a peer, so
+ * an address-sticky route hashes a client alike with or without door threads.
+ */
+function clientAddressOf(remoteAddress: string | undefined): string | undefined {
+  if (remoteAddress === undefined || remoteAddress === '') return undefined;
+  return remoteAddress.startsWith('::ffff:') && remoteAddress.includes('.') ? remoteAddress.slice(7) : remoteAddress;
 }
 
 function asServerError(err: ServiceError): Partial<StatusObject> {
@@ -223,7 +250,11 @@ export class HttpForwarding {
       { socketPath: this.forwardPath, agent: this.agent, method: request.method, path: request.url, headers: forwardedHeaders(request) },
       (answer) => {
         response.writeHead(answer.statusCode ?? 502, answerHeaders(answer));
-        answer.pipe(response);
+        // pipeline, not pipe: an answer cut mid-body (the main thread's socket reset) cuts the client's too,
+        // so the client sees a truncated answer fail instead of waiting on a response that never ends.
+        pipeline(answer, response, (err) => {
+          if (err) response.destroy();
+        });
       },
     );
     upstream.on('error', () => {
@@ -247,6 +278,9 @@ function forwardedHeaders(request: IncomingMessage): http.OutgoingHttpHeaders {
   for (const [name, value] of Object.entries(request.headers)) if (!HOP_HEADERS.has(name) && value !== undefined) headers[name] = value;
   // A chunked body stays chunked on the way (its length is not known here either).
   if (request.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
+  // The main thread's peer is the private socket: the client's address goes along unless the client sent one.
+  const address = clientAddressOf(request.socket.remoteAddress);
+  if (address !== undefined && headers['x-forwarded-for'] === undefined) headers['x-forwarded-for'] = address;
   return headers;
 }
 

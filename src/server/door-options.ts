@@ -38,7 +38,8 @@ export interface DoorOptions {
   /**
    * `--front-door-threads N|auto`: threads that take the gRPC and HTTP
    * connections (server/door-threads.ts); 1, the default, serves both doors
-   * on the main thread as before; 'auto' is resolved from the cores there.
+   * on the main thread as before; 'auto' is 1 for now (frontDoorThreadCount
+   * there: it will pick from the cores once the doors serve ModelInfer).
    */
   frontDoorThreads: number | 'auto';
 }
@@ -139,7 +140,8 @@ export const DOOR_OPTIONS: readonly OptionEntry<object>[] = [
   {
     flags: [{
       name: 'http-thread-count', arg: 'N', triton: true,
-      help: 'threads serving HTTP; hotpath serves both doors on the main thread for now, so any N runs one (a warning says so)',
+      help: 'accepted for Triton, no effect: --front-door-threads sets the threads taking HTTP and gRPC connections ' +
+        '(default 1: the main thread serves both doors); N above 1 logs a warning',
     }],
     defaults: () => ({}),
     parse: (values) => {
@@ -147,10 +149,14 @@ export const DOOR_OPTIONS: readonly OptionEntry<object>[] = [
       if (raw !== undefined) integerFlag('--http-thread-count', raw, 1, 1024);
       return {};
     },
-    // Until the front-door threads exist, one thread serves HTTP (and gRPC): said once at start-up.
+    // HTTP has no threads of its own: --front-door-threads sets the threads for both doors. Said once at start-up.
     warn: (values) => {
       const raw = values['http-thread-count'] as string | undefined;
       if (raw === undefined || Number(raw) <= 1) return [];
+      const doorThreads = values['front-door-threads'] as string | undefined;
+      if (doorThreads !== undefined && doorThreads !== 'auto' && Number(doorThreads) > 1) {
+        return [`--http-thread-count ${raw}: no effect here: the ${doorThreads} front-door threads (--front-door-threads) take HTTP and gRPC connections alike`];
+      }
       return [`--http-thread-count ${raw}: no effect here: one thread (the main thread) serves HTTP and gRPC`];
     },
   },

@@ -21,6 +21,7 @@
  *
  * This whole module runs on its door thread only.
  */
+import { closeSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -32,7 +33,7 @@ import { GRPCInferenceService } from '../generated/grpc_service_pb.js';
 import { RefusalLog } from '../observability/refusal-log.js';
 import { doorGates } from '../security/caller.js';
 import { applyHttpConnectionLimits, grpcConnectionOptions } from '../security/connection-limits.js';
-import { ServerTls, TlsFileError, type TlsFiles } from '../security/tls.js';
+import { ServerTls, type TlsFiles } from '../security/tls.js';
 import { GrpcAdmission } from './admission.js';
 import { GrpcForwarding, HttpForwarding, passThroughDefinition } from './door-forwarding.js';
 import type { DoorThreadSettings, FromDoorMessage, ToDoorMessage } from './door-thread-settings.js';
@@ -122,6 +123,12 @@ function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
   tls?.follow(server);
   applyHttpConnectionLimits(server, settings.connections);
   server.headersTimeout = Math.min(settings.headerTimeoutMs, server.requestTimeout || Infinity);
+  // Node (20 and 24, lib/_http_server.js) builds the server's connections list and starts the sweep of
+  // headersTimeout/requestTimeout only on the server's 'listening' event (setupConnectionsTracking); without
+  // that list the timeouts never fire and closeIdleConnections/closeAllConnections do nothing. This server
+  // never listens (connections come as 'connection' events), so it gets the event once here, before the first
+  // connection; the sweep's interval is unref'd, so it keeps no thread alive.
+  server.emit('listening');
   // A declared body above the limit gets its 413 before the body is sent, as on the main thread.
   answerExpectContinue(server, settings.maxMessageBytes, framing, tracked);
   return {
@@ -153,30 +160,58 @@ const doors = {
 
 let draining = false;
 
-port.on('message', (message: ToDoorMessage) => {
-  switch (message.type) {
-    case 'connection': {
-      const door = doors[message.door];
-      // The descriptor is ours now: wrapped, the socket closes it; a door that is off (never sent) or draining closes it at once.
-      const socket = new net.Socket({ fd: message.fd, readable: true, writable: true });
-      socket.once('close', () => post({ type: 'closed', id: message.id }));
-      if (door === undefined || draining) {
-        socket.destroy();
-        return;
-      }
-      door.adopt(socket);
+/**
+ * An accepted connection from the acceptor. The descriptor is ours now: wrapped, the socket closes it; a door
+ * that is off (never sent) or draining closes it at once. Whatever goes wrong here costs this connection only:
+ * it is closed, its close is posted (so the main thread frees its slot under the caps) and the thread goes on.
+ */
+function takeConnection(message: Extract<ToDoorMessage, { type: 'connection' }>): void {
+  let socket: net.Socket | undefined;
+  try {
+    socket = new net.Socket({ fd: message.fd, readable: true, writable: true });
+    socket.once('close', () => post({ type: 'closed', id: message.id }));
+    const door = doors[message.door];
+    if (door === undefined || draining) {
+      socket.destroy();
       return;
     }
+    door.adopt(socket);
+  } catch (err) {
+    log.error({ err, door: message.door }, 'could not take a connection from the acceptor: closing it');
+    if (socket !== undefined) {
+      // The socket owns the descriptor: closing it posts 'closed'.
+      socket.destroy();
+      return;
+    }
+    try {
+      closeSync(message.fd);
+    } catch (closeErr) {
+      log.warn({ err: closeErr, fd: message.fd }, 'could not close the descriptor of a connection it could not take');
+    }
+    post({ type: 'closed', id: message.id });
+  }
+}
+
+/** SIGHUP: each door's certificate files again; a failure keeps the certificates this thread has. */
+function reloadCertificates(): void {
+  for (const [door, tls] of [['grpc', grpcTls], ['http', httpTls]] as const) {
+    if (tls === undefined) continue;
+    try {
+      tls.reload();
+    } catch (err) {
+      // The main thread checks the same files and logs its own failure; each door thread says what it kept.
+      log.error({ err, door }, 'certificate reload failed: keeping the current certificates');
+    }
+  }
+}
+
+port.on('message', (message: ToDoorMessage) => {
+  switch (message.type) {
+    case 'connection':
+      takeConnection(message);
+      return;
     case 'reload-certificates':
-      for (const tls of [grpcTls, httpTls]) {
-        if (tls === undefined) continue;
-        try {
-          tls.reload();
-        } catch (err) {
-          if (!(err instanceof TlsFileError)) throw err;
-          // The main thread checked the same files and logs the failure; this door keeps its certificates too.
-        }
-      }
+      reloadCertificates();
       return;
     case 'drain':
       draining = true;

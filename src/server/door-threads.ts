@@ -15,10 +15,13 @@
  *
  * Life cycle: `start()` spawns them and waits until each has built its
  * servers; a door thread that exits while the server is not stopping is
- * logged, counted (`hotpath_door_thread_exits_total`) and replaced, and its
+ * logged, counted (`hotpath_door_thread_exits_total`) and, if it had been
+ * ready, replaced (one that exits before it is ready fails start(), or, as a
+ * replacement, is not started again: the others take its turns); its
  * connections' slots under the connection caps are freed (the thread's
  * sockets close with it). `drain()` asks every thread to finish its open
- * calls; `cut()` cuts them; `close()` ends the threads.
+ * calls (a thread that exited has none: it counts as drained at once);
+ * `cut()` cuts them; `close()` ends the threads.
  *
  * Ownership: main thread only; owns the Workers.
  */
@@ -56,6 +59,8 @@ interface Slot {
   ready: Promise<void>;
   /** Built its servers and not exited: connections may go to it. */
   live: boolean;
+  /** The worker exited (an unreplaced slot keeps it): nothing answers its messages. */
+  exited: boolean;
   /** Open connections handed to this thread: id → frees its slot under the caps. */
   readonly open: Map<number, () => void>;
   connections: number;
@@ -67,7 +72,9 @@ export class FrontDoorThreads {
   private next = 0;
   private nextId = 1;
   private stopping = false;
-  /** Door threads that exited while serving (each replaced). */
+  /** start() resolved: a thread that exits before it is ready from now on is a replacement. */
+  private started = false;
+  /** Door threads that exited while the server was not stopping (replaced if they had been ready). */
   exits = 0;
   private readonly log: Logger;
 
@@ -83,6 +90,7 @@ export class FrontDoorThreads {
   /** Resolves once every door thread has built its servers. */
   async start(): Promise<void> {
     await Promise.all(this.slots.map((slot) => slot.ready));
+    this.started = true;
     this.log.info({ front_door_threads: this.count }, 'front-door threads serving: connections are handed round-robin');
     // Measured on 2 loaded cores: forwarding costs more than the threads save (the branch's report, README).
     this.log.warn(
@@ -122,6 +130,11 @@ export class FrontDoorThreads {
       this.slots.map(
         (slot) =>
           new Promise<void>((resolve) => {
+            // An exited thread (one not replaced) would never answer: it has no calls open.
+            if (slot.exited) {
+              resolve();
+              return;
+            }
             slot.drained = resolve;
             this.post(slot, { type: 'drain' });
           }),
@@ -160,6 +173,7 @@ export class FrontDoorThreads {
         failStart = reject;
       }),
       live: false,
+      exited: false,
       open: new Map(),
       connections,
       drained: undefined,
@@ -188,6 +202,7 @@ export class FrontDoorThreads {
     worker.on('exit', (code) => {
       const wasLive = slot.live;
       slot.live = false;
+      slot.exited = true;
       // Its sockets closed with it: their slots under the caps are free.
       const reset = slot.open.size;
       for (const release of slot.open.values()) release();
@@ -198,7 +213,11 @@ export class FrontDoorThreads {
       this.exits += 1;
       // One that never got ready would fail the same way again: no respawn loop; the others take its turns.
       if (!wasLive) {
-        doorLog.error({ code }, 'door thread exited before it was ready: not replaced; the other door threads take its connections');
+        if (this.started) {
+          doorLog.error({ code }, 'door thread exited before it was ready: not replaced; the other door threads take its connections');
+        } else {
+          doorLog.error({ code }, 'door thread exited before it was ready: the front-door threads fail to start');
+        }
         return;
       }
       doorLog.error({ code, open_connections_reset: reset }, 'door thread exited: its connections are reset; starting a new one');

@@ -5,9 +5,12 @@
  * connections of their own and plain HTTP: both threads take connections;
  * ModelStatistics and the metrics equal the requests sent; control RPCs,
  * errors, streams and the HTTP door answer as with one thread; SIGTERM drains
- * the calls open in both threads and exits 0.
+ * the calls open in both threads and exits 0. And a door thread's HTTP server
+ * enforces --header-timeout (its connection tracking is on, though it never
+ * listens itself).
  */
 import http from 'node:http';
+import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
@@ -145,3 +148,55 @@ describe('--front-door-threads 2', () => {
     expect(server.logs.some((line) => line['msg'] === 'stopped' && line['graceful'] === true)).toBe(true);
   });
 });
+
+describe('--front-door-threads 2 with --header-timeout', () => {
+  it("closes an HTTP connection whose request head stops arriving, from the door thread's own timeout sweep", async () => {
+    const timeoutMs = 1000;
+    const doors = await startServer(repo.dir, ['--front-door-threads', '2', '--header-timeout', String(timeoutMs)]);
+    try {
+      // Two connections, so each door thread gets one (round-robin): both threads must enforce it.
+      const outcomes = await Promise.all([0, 1].map(() => partialHead(doors.httpPort)));
+      for (const outcome of outcomes) {
+        // Closed by the server (this client never ends or destroys its side), with Node's 408.
+        expect(outcome.endedByServer).toBe(true);
+        expect(outcome.reply).toMatch(/^HTTP\/1\.1 408 /);
+        // The sweep runs once a second: at the earliest the timeout; a generous bound for a loaded machine.
+        expect(outcome.elapsedMs).toBeGreaterThanOrEqual(timeoutMs - 100);
+        expect(outcome.elapsedMs).toBeLessThan(10 * timeoutMs);
+      }
+    } finally {
+      await doors.stop();
+    }
+  });
+});
+
+/** A raw connection that sends part of a request head and waits: what it got back, and when and how it closed. */
+function partialHead(port: number): Promise<{ reply: string; elapsedMs: number; endedByServer: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let reply = '';
+    let endedByServer = false;
+    let began = 0;
+    // Give up well after the bound the test asserts, so a door that never times out fails the test rather than hangs it.
+    const giveUp = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the server never closed a connection whose request head stopped arriving'));
+    }, 30_000);
+    socket.on('connect', () => {
+      began = Date.now();
+      socket.write('GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Partial: ');
+    });
+    socket.on('data', (chunk: Buffer) => (reply += chunk.toString()));
+    socket.on('end', () => {
+      endedByServer = true;
+    });
+    socket.on('error', () => {
+      // A reset by the server is also the server closing it.
+      endedByServer = true;
+    });
+    socket.on('close', () => {
+      clearTimeout(giveUp);
+      resolve({ reply, elapsedMs: Date.now() - began, endedByServer });
+    });
+  });
+}

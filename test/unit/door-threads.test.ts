@@ -4,7 +4,8 @@
  * (server/door-options.ts), the REST admission table a door decides from
  * before a body (server/door-forwarding.ts), and the pass-through gRPC
  * definition (every method, paths and stream kinds kept, bytes untouched);
- * and a door thread that cannot start fails start() and is not respawned.
+ * and a door thread that cannot start fails start() and is not respawned,
+ * and the drain does not wait for it.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -62,26 +63,43 @@ describe('a door thread', () => {
 });
 
 describe('FrontDoorThreads', () => {
+  const missing = path.join(os.tmpdir(), `hotpath-no-such-cert-${process.pid}.pem`);
+  /** A door thread's settings: plaintext gRPC only, or (broken) certificate files that do not exist. */
+  const doorSettings = (index: number, broken: boolean): DoorThreadSettings => ({
+    index,
+    logLevel: 'info',
+    maxMessageBytes: 1024,
+    connections: undefined,
+    headerTimeoutMs: 1000,
+    bodyIdleTimeoutMs: 1000,
+    grpcIgnoreIdleStreamFrames: false,
+    access: { requireApiKey: false, apiKeys: [], adminTenant: undefined, grpcRestrictedProtocol: [], httpRestrictedApi: [] },
+    grpc: { tls: broken ? { certFile: missing, keyFile: missing, mutual: false } : undefined, forwardPath: path.join(os.tmpdir(), 'unused.sock') },
+    http: undefined,
+  });
+
   it('fails start() when a door thread cannot build its servers, without starting it again', async () => {
     const lines: Record<string, unknown>[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
-    const missing = path.join(os.tmpdir(), `hotpath-no-such-cert-${process.pid}.pem`);
-    const settings = (index: number): DoorThreadSettings => ({
-      index,
-      logLevel: 'info',
-      maxMessageBytes: 1024,
-      connections: undefined,
-      headerTimeoutMs: 1000,
-      bodyIdleTimeoutMs: 1000,
-      grpcIgnoreIdleStreamFrames: false,
-      access: { requireApiKey: false, apiKeys: [], adminTenant: undefined, grpcRestrictedProtocol: [], httpRestrictedApi: [] },
-      grpc: { tls: { certFile: missing, keyFile: missing, mutual: false }, forwardPath: path.join(os.tmpdir(), 'unused.sock') },
-      http: undefined,
-    });
-    const threads = new FrontDoorThreads(1, settings, logger);
+    const threads = new FrontDoorThreads(1, (index) => doorSettings(index, true), logger);
     await expect(threads.start()).rejects.toThrow(/door thread 0 exited \(code 1\) before it was ready/);
     expect(threads.handOff('grpc', 0, () => {})).toBe(false);
     expect(lines.some((line) => line['msg'] === 'door thread failed' && JSON.stringify(line['err']).includes(missing))).toBe(true);
+    expect(lines.some((line) => line['msg'] === 'door thread exited before it was ready: the front-door threads fail to start')).toBe(true);
+    await threads.close();
+  });
+
+  it('drains at once past a door thread that exited and was not replaced, and waits for the live ones', async () => {
+    const logger = pino({ level: 'silent' });
+    // Thread 0 builds its servers; thread 1 cannot, exits and is not started again.
+    const threads = new FrontDoorThreads(2, (index) => doorSettings(index, index === 1), logger);
+    await expect(threads.start()).rejects.toThrow(/door thread 1 exited/);
+    // Without the exit noted, the drain would wait on an answer from thread 1 that never comes (the server's --drain-timeout).
+    const outcome = await Promise.race([
+      threads.drain().then(() => 'drained' as const),
+      new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 20_000).unref()),
+    ]);
+    expect(outcome).toBe('drained');
     await threads.close();
   });
 });

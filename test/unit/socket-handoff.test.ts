@@ -48,7 +48,7 @@ describe('duplicateSocket', () => {
     } finally {
       closeSync(file);
     }
-    expect(() => duplicateSocket(2 ** 31 - 1)).toThrow(/NOT_FOUND: fstat\(2147483647\): Bad file descriptor/);
+    expect(() => duplicateSocket(2 ** 31 - 1)).toThrow(/NOT_FOUND: fcntl\(F_DUPFD_CLOEXEC\)\(2147483647\): Bad file descriptor/);
   });
 
   it('refuses values that are not descriptor numbers before the addon sees them', () => {
