@@ -9,6 +9,7 @@ import { integerFlag, numberFlag, UsageError } from '../common/flag-values.js';
 import type { Protocol } from './control-client.js';
 import type { RequestDistribution } from './load-loop.js';
 import type { Load } from './perf-report.js';
+import { CONNECTION_SECURITY_OPTIONS, checkClientCertPair } from '../client/connection-flags.js';
 
 export const PERF_USAGE = `usage: hotpath perf -m MODEL [-x VERSION] [-u HOST:PORT] [-i grpc|http] [-b BATCH]
                     [--concurrency-range START[:END[:STEP]] | --request-rate-range START[:END[:STEP]]
@@ -182,12 +183,7 @@ export function parsePerfArgs(argv: readonly string[], env: NodeJS.ProcessEnv = 
 export const TARGET_OPTIONS = {
   url: { type: 'string', short: 'u' },
   protocol: { type: 'string', short: 'i' },
-  'api-key': { type: 'string' },
-  tls: { type: 'boolean' },
-  'root-cert': { type: 'string' },
-  'client-cert': { type: 'string' },
-  'client-key': { type: 'string' },
-  'server-name': { type: 'string' },
+  ...CONNECTION_SECURITY_OPTIONS,
 } as const;
 
 export interface Target {
@@ -205,9 +201,7 @@ export function readTarget(values: TargetValues, env: NodeJS.ProcessEnv): Target
   if (protocol !== 'grpc' && protocol !== 'http') throw new UsageError(`-i: expected grpc or http, got '${values.protocol}'`);
   const url = values.url ?? (protocol === 'grpc' ? 'localhost:8001' : 'localhost:8000');
   if (!/^[^:/\s]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$/.test(url)) throw new UsageError(`-u: expected HOST:PORT, got '${url}'`);
-  if ((values['client-cert'] === undefined) !== (values['client-key'] === undefined)) {
-    throw new UsageError('--client-cert and --client-key: expected both (mutual TLS) or neither');
-  }
+  checkClientCertPair(values);
   const secure = values.tls === true || values['root-cert'] !== undefined || values['client-cert'] !== undefined || values['server-name'] !== undefined;
   return {
     protocol,

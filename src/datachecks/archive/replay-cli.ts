@@ -16,6 +16,7 @@ import { InferenceError } from '../../client/errors.js';
 import { integerFlag, numberFlag, UsageError } from '../../common/flag-values.js';
 import { ArchiveDirectoryError } from './archive-reader.js';
 import { replayArchive, type ReplayReport } from './replay.js';
+import { CONNECTION_SECURITY_OPTIONS, checkClientCertPair } from '../../client/connection-flags.js';
 
 export const REPLAY_USAGE = `usage: hotpath replay --archive DIR --url HOST:PORT [--model M] [--version V] [--rate R]
                       [--tolerance T] [--json FILE] [--timeout MS]
@@ -119,12 +120,7 @@ function parseReplayArgs(argv: string[]) {
       tolerance: { type: 'string', default: '1e-6' },
       json: { type: 'string' },
       timeout: { type: 'string', default: '30000' },
-      'api-key': { type: 'string' },
-      tls: { type: 'boolean' },
-      'root-cert': { type: 'string' },
-      'client-cert': { type: 'string' },
-      'client-key': { type: 'string' },
-      'server-name': { type: 'string' },
+      ...CONNECTION_SECURITY_OPTIONS,
     },
   });
   if (!values.archive) throw new UsageError('--archive: expected the archive directory, got none');
@@ -160,9 +156,7 @@ function clientOptions(values: Record<string, string | boolean | undefined>): Cl
   const rootCertificates = file('root-cert');
   const certificateChain = file('client-cert');
   const privateKey = file('client-key');
-  if ((certificateChain === undefined) !== (privateKey === undefined)) {
-    throw new UsageError('--client-cert and --client-key: expected both (mutual TLS) or neither');
-  }
+  checkClientCertPair(values);
   const serverName = values['server-name'] as string | undefined;
   const certs: TlsOptions = {
     ...(rootCertificates === undefined ? {} : { rootCertificates }),
