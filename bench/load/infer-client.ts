@@ -95,6 +95,18 @@ export function inferRaw(
   client.makeUnaryRequest(MODEL_INFER_PATH, identity, identity, request, { deadline }, callback);
 }
 
+/** One ModelInfer on a connection of its own, `frame` a length-prefixed gRPC frame (what the load generators send): the raw answer. */
+export function oneAnswer(address: string, frame: Buffer): Promise<Buffer> {
+  const client = connect(address);
+  return new Promise<Buffer>((resolve, reject) => {
+    inferRaw(client, frame.subarray(5), Date.now() + 10_000, (err, response) => {
+      client.close();
+      if (err || response === undefined) reject(err ?? new Error('no response'));
+      else resolve(response);
+    });
+  });
+}
+
 /** Throws unless `response` is a ModelInfer answer with `rows` x 1 FP32 values of `output`. */
 export function checkInferResponse(response: Buffer, shape: InferShape): void {
   const decoded = fromBinary(ModelInferResponseSchema, response);

@@ -25,9 +25,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { atExit, Child, killAllChildren } from '../load/child-process.js';
+import { countedRun } from '../load/counted-run.js';
 import type { EchoConfig } from '../load/echo-server-process.js';
-import { h2loadVersion, runH2load, type H2loadSummary } from '../load/h2load.js';
-import { checkInferResponse, connect, CTR_SHAPE, encodeInferRequests, inferRaw, modelStatistics, RANKER_SHAPE, waitForReady, type InferShape } from '../load/infer-client.js';
+import { h2loadVersion, runH2load, type H2loadResult } from '../load/h2load.js';
+import { checkInferResponse, connect, CTR_SHAPE, encodeInferRequests, modelStatistics, oneAnswer, RANKER_SHAPE, waitForReady, type InferShape } from '../load/infer-client.js';
 import { readModel, renameModel, withoutDynamicBatching } from '../load/model-repository.js';
 import { startServer } from '../load/server-process.js';
 import { rawOrtPoints } from '../load/trials.js';
@@ -116,17 +117,6 @@ function writeRepository(models: string): { dir: string; remove: () => void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-function oneAnswer(address: string, request: Buffer): Promise<Buffer> {
-  const client = connect(address);
-  return new Promise<Buffer>((resolve, reject) => {
-    inferRaw(client, request.subarray(5), Date.now() + 10_000, (err, response) => {
-      client.close();
-      if (err || response === undefined) reject(err ?? new Error('no response'));
-      else resolve(response);
-    });
-  });
-}
-
 async function run(context: SuiteContext): Promise<SuiteReport> {
   const plan = context.quick ? PLANS.quick : PLANS.full;
   const version = h2loadVersion();
@@ -185,7 +175,7 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
       const echoStat = echoPid === undefined ? undefined : `/proc/${echoPid}/task/${echoPid}/stat`;
       const echoBefore = echoStat === undefined ? 0 : statTicks(echoStat);
       const before = model === undefined ? undefined : { stats: await modelStatistics(stats, model), main: statTicks(mainStat), all: statTicks(processStat) };
-      const result: H2loadSummary & { command: string } = await runH2load({ address, path: MODEL_INFER_PATH, body: request, connections: load.connections, streams: load.streams, warmupS, durationS });
+      const result: H2loadResult = await runH2load({ address, path: MODEL_INFER_PATH, body: request, connections: load.connections, streams: load.streams, warmupS, durationS });
       const streams = load.connections * load.streams;
       const point: TargetPoint = {
         name, round, load: `-c ${load.connections} -m ${load.streams}`,
@@ -202,14 +192,10 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
       const main = statTicks(mainStat);
       const all = statTicks(processStat);
       const after = await modelStatistics(stats, model!);
-      const successes = after.successCount - before.stats.successCount;
-      const perRequest = (t: number) => Math.round(((t / ticks) * 1e6 / successes) * 10) / 10;
-      const executions = after.executionCount - before.stats.executionCount;
+      const counted = countedRun(before.stats, after, result.total);
+      const perRequest = (t: number) => Math.round(((t / ticks) * 1e6 / counted.server_successes) * 10) / 10;
       return {
-        ...point, server_successes: successes,
-        mean_batch: executions > 0 ? Math.round(((after.inferenceCount - before.stats.inferenceCount) / executions) * 100) / 100 : null,
-        // h2load leaves its warm-up out of `total`; the server counts those too, so successes >= total when all succeed.
-        uncounted: Math.max(0, result.total - successes),
+        ...point, ...counted,
         main_thread_cpu_us_per_request: perRequest(main - before.main),
         process_cpu_us_per_request: perRequest(all - before.all),
       };
