@@ -11,7 +11,14 @@ export interface SuiteContext {
   readonly log: (line: string) => void;
   /** Where the runner will write the JSON; suites put other artefacts (.md, .svg) next to it. */
   readonly outputFile: string;
+  /** `--threads 1,2,...` (suites whose `options` list it): ascending, distinct, 1 included. */
+  readonly threads?: readonly number[];
+  /** `--rounds N` (suites whose `options` list it). */
+  readonly rounds?: number;
 }
+
+/** The runner's options that only some suites take; any other suite refuses them. */
+export type SuiteOption = 'threads' | 'rounds';
 
 export interface SuiteReport {
   /** Written to the JSON file as is; always has `suite`. */
@@ -23,5 +30,7 @@ export interface SuiteReport {
 export interface BenchSuite {
   readonly name: string;
   readonly description: string;
+  /** The runner options this suite takes besides --quick and --json. */
+  readonly options?: readonly SuiteOption[];
   run(context: SuiteContext): Promise<SuiteReport>;
 }
