@@ -61,7 +61,7 @@ export interface RawOrtPoint {
   readonly elapsedMs: number;
 }
 
-export type ToChild = { readonly type: 'start'; readonly config: unknown } | { readonly type: 'go' };
+export type ToChild = { readonly type: 'start'; readonly config: unknown } | { readonly type: 'go' } | { readonly type: 'report' };
 
 export type FromChild =
   | { readonly type: 'ready'; readonly info?: unknown }
