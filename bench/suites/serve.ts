@@ -12,6 +12,8 @@
 // load generator sending one pre-encoded gRPC body (bench/load/h2-loader-
 // process.ts: pre-encoded frames on a socket, or node:http2), closed loop. Where h2load is installed it runs once against
 // the batched ctr_mlp server as a check on that generator.
+// With --threads the suite runs the front-door threads sweep instead
+// (serve-threads.ts).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,6 +32,7 @@ import { describeH2load, renderServeMarkdown, verdict } from '../report/serve-ma
 import { computeFigures, figureReport, h2loadDifference } from '../report/serve-ratios.js';
 import { H2LOAD_TARGET, loadLabel, TARGETS, type FigureName, type H2loadAgreement, type ServeContender, type ServePoint, type ServeResult } from '../report/serve-result.js';
 import { renderServeSvg } from '../report/serve-svg.js';
+import { runThreadsSweep } from './serve-threads.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './suite.js';
 
 const ECHO = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'load', 'echo-server-process.js');
@@ -283,9 +286,13 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
 
 export const serveSuite: BenchSuite = {
   name: 'serve',
-  description: 'hotpath (ctr_mlp batched/unbatched, ranker_mlp) vs an echo server and raw onnxruntime, node:http2 load (+ h2load check)',
+  description: 'hotpath (ctr_mlp batched/unbatched, ranker_mlp) vs an echo server and raw onnxruntime, node:http2 load (+ h2load check); ' +
+    'with --threads 1,2,...: hotpath and an echo at each front-door thread count, h2load, best of --rounds (default 2)',
+  options: ['threads', 'rounds'],
   async run(context: SuiteContext): Promise<SuiteReport> {
     try {
+      if (context.threads !== undefined) return await runThreadsSweep(context, context.threads);
+      if (context.rounds !== undefined) throw new Error('serve: --rounds applies to the threads sweep only (add --threads 1,2,...)');
       return await run(context);
     } finally {
       killAllChildren();
