@@ -8,6 +8,13 @@
  * (latency and batch-size histograms) are observed per request, into series
  * bound once per version (bound-histogram.ts) that the scrape reads.
  *
+ * Front-door threads: with `statisticsShards` > 1 a version's series have a
+ * shard per door thread (`shareVersion` hands them over as plain data; a door
+ * observes through version-metrics.ts's `attachVersionMetrics`), and the
+ * statistics the counters read are sharded the same way
+ * (repository/inference-statistics.ts), so one scrape here shows every
+ * thread's requests.
+ *
  * Seam for the arena: `setTenantMemorySource` attaches a callback that reports
  * per-tenant arena statistics; its gauges exist only once one is attached.
  *
@@ -15,10 +22,10 @@
  * duration sums successful requests only, the pending count drops when a
  * request starts executing, and failures are counted by Triton's reasons.
  *
- * Main thread only.
+ * Main thread only (door threads write shards, never this object).
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { StatisticsSnapshot, WorkerTiming } from './execution-stats.js';
+import type { StatisticsSnapshot } from './execution-stats.js';
 import {
   BATCH_SIZE_BUCKETS,
   FAILURE_REASONS,
@@ -35,9 +42,11 @@ import {
 } from './metric-names.js';
 import type { GpuMemoryStats, TenantMemoryStats } from './memory-stats.js';
 import { CpuUtilizationSampler, hostMemory } from './host-stats.js';
-import { BoundHistogram } from './bound-histogram.js';
+import { BoundHistogram, type HistogramSeries } from './bound-histogram.js';
+import { versionMetricsOver, type SharedVersionMetrics, type VersionMetrics } from './version-metrics.js';
 
 export type { GpuMemoryStats, Ledger, TenantMemoryStats } from './memory-stats.js';
+export { attachVersionMetrics, type SharedVersionMetrics, type VersionMetrics } from './version-metrics.js';
 
 /**
  * What the metrics read of a loaded model version, at scrape time or per
@@ -58,14 +67,6 @@ export interface MetricsVersion {
   readonly statistics: { snapshot(): StatisticsSnapshot };
 }
 
-/** One version's per-request histograms, labels bound (ServerMetrics.forVersion). */
-export interface VersionMetrics {
-  /** A request answered successfully: its total latency and the execution's timing. */
-  observeSuccess(totalMs: number, timing: WorkerTiming): void;
-  /** One execution of `rows` rows. */
-  observeExecution(rows: number): void;
-}
-
 export interface MetricsSources {
   /** Every loaded version (READY or UNLOADING). */
   readonly versions: () => readonly MetricsVersion[];
@@ -81,6 +82,12 @@ export interface MetricsSources {
   readonly tenantLabels?: boolean;
   /** The CPU utilisation gauge samples at most this often (`--metrics-interval-ms`; default 1000). */
   readonly cpuSampleIntervalMs?: number | undefined;
+  /**
+   * Threads that observe a version's histograms: 1 (the main thread) + the
+   * front-door threads (hotpath-server.ts). Default 1; above 1 `shareVersion`
+   * can hand a version's series to the doors.
+   */
+  readonly statisticsShards?: number;
 }
 
 export type TenantMemorySource = () => readonly TenantMemoryStats[];
@@ -113,6 +120,17 @@ const TENANT_LABELS = [LABEL.model, LABEL.version, LABEL.tenant] as const;
 
 type VersionCounterValue = (snapshot: StatisticsSnapshot) => number;
 
+/** A version's bound series and the VersionMetrics over them. */
+interface BoundVersion {
+  readonly series: {
+    readonly requestDuration: HistogramSeries;
+    readonly queueDuration: HistogramSeries;
+    readonly computeInferDuration: HistogramSeries;
+    readonly batchSize: HistogramSeries;
+  };
+  readonly metrics: VersionMetrics;
+}
+
 export class ServerMetrics {
   readonly registry = new Registry();
   // Observed per request: label sets bound once per version (bound-histogram.ts).
@@ -124,7 +142,7 @@ export class ServerMetrics {
   private readonly patrolRestarts: Counter<string>;
   private readonly deviceFallbacks: Counter<string>;
   private readonly tenantRejections: Counter<string>;
-  private readonly bound = new WeakMap<object, VersionMetrics>();
+  private readonly bound = new WeakMap<object, BoundVersion>();
 
   constructor(private readonly sources: MetricsSources) {
     collectDefaultMetrics({ register: this.registry });
@@ -133,7 +151,7 @@ export class ServerMetrics {
     this.defineHostGauges();
 
     const histogram = (name: string, help: string, buckets: number[]) =>
-      new BoundHistogram({ name, help, labelNames: TENANT_LABELS, buckets, registry: this.registry });
+      new BoundHistogram({ name, help, labelNames: TENANT_LABELS, buckets, registry: this.registry, shards: this.sources.statisticsShards ?? 1 });
     this.requestDuration = histogram(METRIC.requestDurationMs, 'Successful request latency, receipt to response (ms).', LATENCY_BUCKETS_MS);
     this.queueDuration = histogram(METRIC.queueDurationMs, 'Time a successful request waited for a worker (ms).', LATENCY_BUCKETS_MS);
     this.computeInferDuration = histogram(METRIC.computeInferDurationMs, 'Model execution time of successful requests (ms).', LATENCY_BUCKETS_MS);
@@ -194,23 +212,36 @@ export class ServerMetrics {
    * long as the version object lives.
    */
   forVersion(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): VersionMetrics {
+    return this.bindVersion(version).metrics;
+  }
+
+  /**
+   * The version's series for the front-door threads (plain data, for
+   * `attachVersionMetrics(shared, door)` there, door 1..statisticsShards-1);
+   * the same series forVersion binds, so this scrape shows both. Needs
+   * statisticsShards >= 2.
+   */
+  shareVersion(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): SharedVersionMetrics {
+    const { series } = this.bindVersion(version);
+    return {
+      requestDuration: series.requestDuration.share(),
+      queueDuration: series.queueDuration.share(),
+      computeInferDuration: series.computeInferDuration.share(),
+      batchSize: series.batchSize.share(),
+    };
+  }
+
+  private bindVersion(version: Pick<MetricsVersion, 'modelName' | 'versionLabel' | 'tenant'>): BoundVersion {
     let bound = this.bound.get(version);
     if (bound === undefined) {
       const labels = this.tenantLabelsOf(version);
-      const request = this.requestDuration.bind(labels);
-      const queue = this.queueDuration.bind(labels);
-      const computeInfer = this.computeInferDuration.bind(labels);
-      const batchSize = this.batchSize.bind(labels);
-      bound = {
-        observeSuccess(totalMs, timing) {
-          request.observe(totalMs);
-          queue.observe(timing.queueNs / 1e6);
-          computeInfer.observe(timing.computeInferNs / 1e6);
-        },
-        observeExecution(rows) {
-          batchSize.observe(rows);
-        },
+      const series = {
+        requestDuration: this.requestDuration.bind(labels),
+        queueDuration: this.queueDuration.bind(labels),
+        computeInferDuration: this.computeInferDuration.bind(labels),
+        batchSize: this.batchSize.bind(labels),
       };
+      bound = { series, metrics: versionMetricsOver(series) };
       this.bound.set(version, bound);
     }
     return bound;

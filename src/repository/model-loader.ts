@@ -84,6 +84,11 @@ export interface ModelLoaderOptions {
    * absent: no limit (load-deadline.ts).
    */
   readonly loadTimeoutMs?: number;
+  /**
+   * Threads that record each version's statistics: 1 (the main thread) + the
+   * front-door threads; default 1 (inference-statistics.ts, Threads).
+   */
+  readonly statisticsShards?: number;
 }
 
 export class ModelLoader {
@@ -224,6 +229,7 @@ export class ModelLoader {
               onStateChange: this.options.onStateChange,
               autoCompleteConfig: this.options.autoCompleteConfig,
               defaultMaxBatchSize: this.options.defaultMaxBatchSize,
+              statisticsShards: this.options.statisticsShards,
             },
           );
           deadline.throwIfAbandoned();
@@ -259,7 +265,7 @@ export class ModelLoader {
           config = completeConfig(config, name, toTensorInfo(created.io), { file, autoComplete: this.options.autoCompleteConfig, defaultMaxBatchSize: this.options.defaultMaxBatchSize });
           const { warnings } = validateModelConfig(config, { file, modelName: name });
           if (version === selected[0]) for (const warning of warnings) this.log.warn({ model: echoField(name) }, warning);
-          const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances);
+          const loaded = new ModelVersion(name, version, config, { number: 1, owner, pool }, memory, startPool, instances, this.options.statisticsShards);
           if (note !== '') {
             loaded.setExecutorNote(note);
             this.log.warn({ model: echoField(name), model_version: String(version), reason: note }, 'native executor not used: running on onnxruntime (CPU)');

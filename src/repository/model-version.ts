@@ -36,7 +36,8 @@ export type VersionState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
 
 export class ModelVersion {
   readonly signature: ModelSignature;
-  readonly statistics = new InferenceStatistics();
+  /** Sharded per recording thread (statisticsShards: 1 + front-door threads); batch sizes up to max_batch_size have fixed slots. */
+  readonly statistics: InferenceStatistics;
   /** What requests run on: the executor or the worker generations, and the batcher. */
   readonly runtime: VersionRuntime;
   private stateValue: VersionState = 'LOADING';
@@ -59,7 +60,10 @@ export class ModelVersion {
     startPool: PoolStarter,
     /** Instances (instance_group counts): pool workers, or executor instance threads. */
     instanceCount: number,
+    /** Threads that record this version's statistics: 1 (the main thread) + the front-door threads. */
+    statisticsShards = 1,
   ) {
+    this.statistics = new InferenceStatistics({ shards: statisticsShards, maxBatchSize: config.maxBatchSize });
     this.runtime = new VersionRuntime(config, first, memory, startPool, instanceCount);
     this.signature = this.runtime.signature;
   }

@@ -178,6 +178,8 @@ export interface NativeLoadDeps {
   readonly autoCompleteConfig: boolean;
   /** max_batch_size of auto-completed configs that can batch (`--backend-config=onnxruntime,default-max-batch-size=N`). */
   readonly defaultMaxBatchSize?: number | undefined;
+  /** Threads that record the version's statistics (model-loader.ts's option); default 1. */
+  readonly statisticsShards?: number | undefined;
 }
 
 /**
@@ -259,7 +261,7 @@ deps: NativeLoadDeps,
     },
     onClosed: () => memory.releaseExecutorMemory(),
   });
-  loaded = new ModelVersion(name, version, config, undefined, memory, args.startPool, instances);
+  loaded = new ModelVersion(name, version, config, undefined, memory, args.startPool, instances, deps.statisticsShards);
   loaded.attachNative(native);
   log.info(
     {

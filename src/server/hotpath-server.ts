@@ -35,6 +35,7 @@ import type { HealthReport } from './http/health-endpoints.js';
 import type { ServerOptions } from './server-options.js';
 import { ServerHealth } from './server-health.js';
 import { doorTls, ServerDoors, type BoundPorts } from './server-doors.js';
+import { frontDoorThreadCount } from './door-threads.js';
 
 export type { ServerOptions } from './server-options.js';
 export { PortInUseError, type BoundPorts, type Door } from './server-doors.js';
@@ -72,6 +73,7 @@ export class HotpathServer {
       device: options.device ?? { ordinal: 0, capacityBytes: undefined, tenants: [], backend: 'cuda' },
       logger: options.logger,
     });
+    const statisticsShards = statisticsShardsFor(frontDoorThreadCount(options.frontDoorThreads ?? 1));
     this.models = new ModelManager({
       memory: this.memory,
       batching: {
@@ -93,6 +95,7 @@ export class HotpathServer {
       autoCompleteConfig: options.autoCompleteConfig,
       ...(options.defaultMaxBatchSize === undefined ? {} : { defaultMaxBatchSize: options.defaultMaxBatchSize }),
       loadTimeoutMs: options.modelLoadTimeoutMs ?? 0,
+      statisticsShards,
       control: {
         mode: options.modelControlMode,
         startupModels: options.startupModels,
@@ -108,6 +111,7 @@ export class HotpathServer {
       inflightRequests: () => this.requestPath.runner.inflightRequests,
       tenantLabels: options.metricsTenantLabels,
       cpuSampleIntervalMs: options.metricsIntervalMs,
+      statisticsShards,
     });
     // Native counters, read at scrape time.
     this.metrics.setTenantMemorySource(() => this.memory.tenantStats());
@@ -307,4 +311,12 @@ async function withinTime(work: Promise<unknown>, ms: number): Promise<boolean> 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Threads that record statistics and histograms: the main thread (shard 0)
+ * and, with door threads (more than one), each of them (shards 1..N).
+ */
+function statisticsShardsFor(doorThreads: number): number {
+  return doorThreads > 1 ? 1 + doorThreads : 1;
 }
