@@ -50,6 +50,7 @@ import {
   type ExecutedResult,
   type QueuePolicyOptions,
   type SealedBatch,
+  type SharedBatcher,
   type SealedSlice,
 } from '../native/batcher.js';
 import type { Executor } from '../native/executor.js';
@@ -221,10 +222,17 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
     private readonly version: V,
     dynamic: ModelDynamicBatching | undefined,
     private readonly hooks: VersionBatcherHooks<V>,
+    /** undefined: create the version's batcher here; set: attach to the batcher another thread created. */
+    shared?: SharedBatcher,
   ) {
     const signature = version.signature;
     this.unbatched = dynamic === undefined || signature.maxBatchSize === 0;
     this.order = dynamic?.preserveOrdering === true ? new ResponseOrder() : undefined;
+    const onExecuted = (batch: SealedBatch, result: ExecutedResult) => this.executed(batch, result);
+    if (shared !== undefined) {
+      this.batcher = Batcher.attach(shared, { onExecuted });
+      return;
+    }
     this.batcher = Batcher.create({
       arena: ARENA_NAME,
       tenant: version.tenant,
@@ -252,8 +260,27 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
           }),
       instances: version.instances,
       onBatch: (batch) => this.execute(batch, true),
-      onExecuted: (batch, result) => this.executed(batch, result),
+      onExecuted,
     });
+  }
+
+  /**
+   * A front-door thread's handle on the batcher the main thread created for
+   * the same version (`share()` there): requests enqueued here are answered
+   * here, straight from the native side. Only batches a native target runs
+   * reach a door (the main thread runs the others), so the version it is
+   * given is a door's view: its `run` and `memory.allocOutput` refuse, and a
+   * batch that would re-run fails its requests with that refusal (the door
+   * then hands them to the main thread).
+   */
+  static attach<V extends BatchedVersion>(version: V, shared: SharedBatcher, hooks: VersionBatcherHooks<V>): VersionBatcher<V> {
+    const scheduling = version.config.schedulingChoice;
+    return new VersionBatcher(version, scheduling.case === 'dynamicBatching' ? scheduling.value : undefined, hooks, shared);
+  }
+
+  /** What a front-door thread needs to attach to this batcher (plain data for postMessage). */
+  share(): SharedBatcher {
+    return this.batcher.share();
   }
 
   /** A batcher for `version`, or undefined when the version does not batch (see the file comment). */
@@ -398,7 +425,10 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
         computeInferNs: result.timing.computeNs,
         computeOutputNs: result.timing.outputNs,
       };
-      this.hooks.onExecuted(this.version, this.executedRows(batch), timing);
+      // A batch may hold requests of several threads (front-door threads, the
+      // main thread), each told once with its own requests; the one holding
+      // the batch's first row counts the execution, so it is counted once.
+      if (batch.requests[0]?.rowOffset === 0) this.hooks.onExecuted(this.version, this.executedRows(batch), timing);
       const execution = new Execution(Promise.resolve({ outputs, timing, rows: batch.rows }), batch.requests.length, () =>
         batch.release(),
       );

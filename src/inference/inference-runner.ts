@@ -21,7 +21,7 @@ import { scopeFailure, visibleTo } from '../security/caller.js';
 import type { DriftChecks } from '../datachecks/drift/drift-checks.js';
 import type { ResponseCache } from '../datachecks/cache/response-cache.js';
 import type { InferContext, InferencePath } from './infer-context.js';
-import { archiveEntry, VersionPlans, type ArchiveSink, type VersionCall } from './version-plan.js';
+import { archiveEntry, VersionPlans, type ArchiveSink, type VersionCall, type VersionPlan } from './version-plan.js';
 
 export type { InferContext, InferencePath, RequestContext } from './infer-context.js';
 
@@ -49,6 +49,11 @@ export class InferenceRunner implements InferencePath {
 
   constructor(private readonly options: InferenceRunnerOptions) {
     this.plans = new VersionPlans(options);
+  }
+
+  /** The version's plan (built on first use; the door catalog reads whether it is the run alone). */
+  planOf(version: ModelVersion): VersionPlan {
+    return this.plans.of(version);
   }
 
   /** Requests received and not yet answered. */

@@ -29,6 +29,7 @@ import { echo } from '../common/echo.js';
 import { InferenceRunner } from './inference-runner.js';
 import { RouteService } from './routing/route-service.js';
 import { RoutedInference } from './routing/routed-inference.js';
+import { buildDoorCatalog, type DoorCatalog } from './door-catalog.js';
 
 /** The server options the request path is built from (see ServerOptions for each). */
 export interface RequestPathOptions {
@@ -55,6 +56,8 @@ export interface RequestPathParts {
   readonly modelDir: (model: string) => string;
   /** A version's drift degraded mark changed: the server refreshes its health. */
   readonly onDegradedChange: () => void;
+  /** New routes took over: the front-door threads' catalog changes (door-catalog.ts). */
+  readonly onRoutesSwapped?: () => void;
 }
 
 export class RequestPath {
@@ -71,6 +74,8 @@ export class RequestPath {
   readonly limits: TenantLimiter | undefined;
   /** The routes (`--routes`), from `startRoutes` on; undefined without a routes file. */
   private routesValue: RouteService | undefined;
+  /** The last door catalog's generation. */
+  private doorGeneration = 0;
 
   constructor(
     private readonly options: RequestPathOptions,
@@ -126,10 +131,44 @@ export class RequestPath {
       tenantScoped: this.options.requireApiKey === true,
       shadowQueueSize: this.options.shadowQueueSize ?? 256,
       shadowConcurrency: this.options.shadowConcurrency ?? 2,
+      onSwap: this.parts.onRoutesSwapped,
     });
     this.routesValue.start();
     // Shadow work is shed first: once the drain refuses requests, queued shadows are dropped.
     this.runner.onStopAccepting(() => this.routesValue?.close());
+  }
+
+  /**
+   * What `doors` front-door threads serve ModelInfer for themselves now
+   * (door-catalog.ts): built on each change, never cached, so a version's
+   * gate and plan are read as they are now.
+   */
+  doorCatalog(doors: number): DoorCatalog {
+    const { models, metrics } = this.parts;
+    this.doorGeneration += 1;
+    return buildDoorCatalog(
+      {
+        versions: () => models.versions(),
+        latest: (model) => {
+          try {
+            return models.resolve(model, '');
+          } catch {
+            return undefined;
+          }
+        },
+        runOnly: (version) => {
+          const plan = this.runner.planOf(version);
+          return plan.serve === plan.shadow;
+        },
+        tenantLimited: (tenant) => this.limits?.limits(tenant) === true,
+        routeNames: () => this.routesValue?.names() ?? [],
+        faultInjection: this.options.faultInjection,
+        doors,
+        shareStatistics: (version) => version.statistics.share(),
+        shareMetrics: (version) => metrics.shareVersion(version),
+      },
+      this.doorGeneration,
+    );
   }
 
   /**

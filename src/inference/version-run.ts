@@ -9,6 +9,8 @@
  */
 import type { ModelInferRequest, ModelInferResponse } from '../generated/grpc_service_pb.js';
 import type { ModelVersion } from '../repository/model-version.js';
+import type { InferenceStatistics } from '../repository/inference-statistics.js';
+import type { ModelSignature } from '../tensor/model-signature.js';
 import { invalidArgument, ServingError } from '../common/serving-error.js';
 import { echo } from '../common/echo.js';
 import { epochMs } from '../common/epoch-ms.js';
@@ -56,56 +58,17 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
   // The version's number as answers carry it, made once (versionLabel formats it on every read).
   const versionLabel = version.versionLabel;
 
-  /**
-   * The one path of numeric requests: statistics of the execution are
-   * recorded where the batch runs (VersionBatcher). Per request it makes the
-   * validated views, the answer and the statistics, and nothing it only reads
-   * once: the inputs go to the batcher as views of the request's bytes, in
-   * the model's order, and the answer is built from the batch's rows.
-   */
-  const runBatched = async (request: ModelInferRequest, batcher: VersionBatcher, context: RequestContext, elapsedNs: () => number) => {
-    const prepared = prepareBatchedInference(request, version.signature);
-    if (version.native !== undefined) {
-      const byName = new Map(
-        version.signature.inputs.map((spec, i) => [spec.name, { bytes: prepared.inputs[i]!, datatype: spec.datatype }] as const),
-      );
-      const problem = version.native.checkIndices(byName);
-      if (problem !== undefined) throw invalidArgument(`model '${version.modelName}': ${problem}`);
-    }
-    let rows: RequestRows;
-    const enqueuedAtMs = epochMs();
-    try {
-      rows = await batcher.infer({
-        rows: prepared.batchSize,
-        inputs: prepared.inputs,
-        dims: prepared.dims,
-        priority: prepared.scheduling.priority,
-        timeoutUs: prepared.scheduling.timeoutUs,
-        deadlineMs: context.deadlineMs,
-      });
-    } catch (err) {
-      if (err instanceof BatcherRejection && err.reason === 'OVER_QUOTA') throw quotaFailure(version, prepared.inputs, err);
-      throw err;
-    }
-    let response: ModelInferResponse;
-    try {
-      throwIfCancelledBefore(context, enqueuedAtMs + (rows.batcherQueueNs + rows.result.timing.queueNs) / 1e6, version);
-      response = batchRowsResponse(request, versionLabel, prepared.outputs, rows, batched);
-    } finally {
-      rows.done();
-    }
-    const ran = rows.result.timing;
-    // Written out, not spread: the four WorkerTiming fields, the queue including the batcher's.
-    const timing: WorkerTiming = {
-      queueNs: rows.batcherQueueNs + ran.queueNs,
-      computeInputNs: ran.computeInputNs,
-      computeInferNs: ran.computeInferNs,
-      computeOutputNs: ran.computeOutputNs,
-    };
-    const totalNs = elapsedNs();
-    version.statistics.recordSuccess(prepared.batchSize, totalNs, timing);
-    metrics?.observeSuccess(totalNs / 1e6, timing);
-    return response;
+  // The batched path's view of the version (runBatchedRequest), made once.
+  const native = version.native;
+  const batchedRun: BatchedRun = {
+    modelName: version.modelName,
+    versionLabel,
+    signature: version.signature,
+    batched,
+    statistics: version.statistics,
+    metrics,
+    checkIndices: native === undefined ? undefined : (inputs) => native.checkIndices(inputs),
+    refused: (rejection, inputs) => (rejection.reason === 'OVER_QUOTA' ? quotaFailure(version, inputs, rejection) : rejection),
   };
   /** One request, one execution: inputs copied once into arena blocks the worker maps. */
   const runAlone = async (
@@ -139,7 +102,7 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     const totalNs = elapsedNs();
     version.statistics.recordExecution(prepared.batchSize, result.timing);
     metrics?.observeExecution(prepared.batchSize);
-    throwIfCancelledBefore(context, startedAtMs, version);
+    throwIfCancelledBefore(context, startedAtMs, version.modelName);
     version.statistics.recordSuccess(prepared.batchSize, totalNs, result.timing);
     metrics?.observeSuccess(totalNs / 1e6, result.timing);
     return response;
@@ -155,16 +118,92 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
         // Test-only model faults (config parameters): added latency, injected failures.
         if (faultInjection) await actOnModelFaults(version);
         // Cancelled while it waited for the model (a load, say): it never runs.
-        throwIfCancelledBefore(context, Infinity, version);
+        throwIfCancelledBefore(context, Infinity, version.modelName);
         // Test-only worker faults act on one request, so a request carrying one runs alone.
         const batcher = fault.fault === undefined && fault.faultDelayMs === undefined ? batcherOf(version) : undefined;
         return batcher === undefined
           ? await runAlone(request, context, elapsedNs, fault)
-          : await runBatched(request, batcher, context, elapsedNs);
+          : await runBatchedRequest(batchedRun, request, batcher, context, elapsedNs);
       } finally {
         version.memory.requestFinished();
       }
     });
+}
+
+/**
+ * What a batched run reads of its version: the loaded version on the main
+ * thread (versionRun), a front-door thread's view of it there
+ * (door-inference.ts). Built once per version.
+ */
+export interface BatchedRun {
+  readonly modelName: string;
+  readonly versionLabel: string;
+  readonly signature: ModelSignature;
+  /** max_batch_size > 0: answers keep the batch dimension. */
+  readonly batched: boolean;
+  readonly statistics: Pick<InferenceStatistics, 'recordSuccess'>;
+  readonly metrics: VersionMetrics | undefined;
+  /** The native executor's embedding-id check (a problem, or undefined); undefined: the version has none. */
+  readonly checkIndices: ((inputs: ReadonlyMap<string, { readonly bytes: Uint8Array; readonly datatype: string }>) => string | undefined) | undefined;
+  /** What a batcher's refusal becomes (the quota's wording, say); the rejection itself when nothing better. */
+  readonly refused: (rejection: BatcherRejection, inputs: readonly Uint8Array[]) => unknown;
+}
+
+/**
+ * The one path of numeric requests: statistics of the execution are
+ * recorded where the batch runs (VersionBatcher). Per request it makes the
+ * validated views, the answer and the statistics, and nothing it only reads
+ * once: the inputs go to the batcher as views of the request's bytes, in
+ * the model's order, and the answer is built from the batch's rows.
+ */
+export async function runBatchedRequest(
+  run: BatchedRun,
+  request: ModelInferRequest,
+  batcher: Pick<VersionBatcher, 'infer'>,
+  context: RequestContext,
+  elapsedNs: () => number,
+): Promise<ModelInferResponse> {
+  const prepared = prepareBatchedInference(request, run.signature);
+  if (run.checkIndices !== undefined) {
+    const byName = new Map(
+      run.signature.inputs.map((spec, i) => [spec.name, { bytes: prepared.inputs[i]!, datatype: spec.datatype }] as const),
+    );
+    const problem = run.checkIndices(byName);
+    if (problem !== undefined) throw invalidArgument(`model '${run.modelName}': ${problem}`);
+  }
+  let rows: RequestRows;
+  const enqueuedAtMs = epochMs();
+  try {
+    rows = await batcher.infer({
+      rows: prepared.batchSize,
+      inputs: prepared.inputs,
+      dims: prepared.dims,
+      priority: prepared.scheduling.priority,
+      timeoutUs: prepared.scheduling.timeoutUs,
+      deadlineMs: context.deadlineMs,
+    });
+  } catch (err) {
+    throw err instanceof BatcherRejection ? run.refused(err, prepared.inputs) : err;
+  }
+  let response: ModelInferResponse;
+  try {
+    throwIfCancelledBefore(context, enqueuedAtMs + (rows.batcherQueueNs + rows.result.timing.queueNs) / 1e6, run.modelName);
+    response = batchRowsResponse(request, run.versionLabel, prepared.outputs, rows, run.batched);
+  } finally {
+    rows.done();
+  }
+  const ran = rows.result.timing;
+  // Written out, not spread: the four WorkerTiming fields, the queue including the batcher's.
+  const timing: WorkerTiming = {
+    queueNs: rows.batcherQueueNs + ran.queueNs,
+    computeInputNs: ran.computeInputNs,
+    computeInferNs: ran.computeInferNs,
+    computeOutputNs: ran.computeOutputNs,
+  };
+  const totalNs = elapsedNs();
+  run.statistics.recordSuccess(prepared.batchSize, totalNs, timing);
+  run.metrics?.observeSuccess(totalNs / 1e6, timing);
+  return response;
 }
 
 /**
@@ -207,10 +246,10 @@ function faultFor(request: ModelInferRequest, version: ModelVersion, faultInject
  * its answer goes nowhere and it is not a success. One cancelled once it was
  * executing completes as a success, as in Triton.
  */
-function throwIfCancelledBefore(context: RequestContext, startedAtMs: number, version: ModelVersion): void {
+function throwIfCancelledBefore(context: RequestContext, startedAtMs: number, modelName: string): void {
   const cancelledAtMs = context.cancelledAtMs?.();
   if (cancelledAtMs !== undefined && cancelledAtMs < startedAtMs) {
-    throw new ServingError('cancelled', `model '${version.modelName}': the client cancelled the request before it started executing`);
+    throw new ServingError('cancelled', `model '${modelName}': the client cancelled the request before it started executing`);
   }
 }
 

@@ -54,6 +54,8 @@ export const METRIC = {
   // Front-door threads (--front-door-threads, src/server/door-threads.ts): connections handed to each, and thread exits.
   doorConnections: 'hotpath_door_connections_total',
   doorThreadExits: 'hotpath_door_thread_exits_total',
+  // gRPC ModelInfer calls each door thread took, by who answered: the door itself (a version in its catalog) or the main thread (forwarded).
+  doorModelInfer: 'hotpath_door_model_infer_total',
 
   // The leak patrol (src/patrol).
   patrolRestarts: 'hotpath_patrol_restarts_total',
@@ -119,6 +121,8 @@ export const LABEL = {
   feature: 'feature',
   /** A front-door thread's index (0..--front-door-threads - 1). */
   doorThread: 'door_thread',
+  /** Who answered a door thread's ModelInfer: 'door' (served there) or 'main' (forwarded to the main thread). */
+  answeredBy: 'answered_by',
 } as const;
 
 /**

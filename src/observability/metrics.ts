@@ -274,7 +274,23 @@ export class ServerMetrics {
    * --front-door-threads > 1): connections handed to each door thread, and
    * door threads that exited while serving. Once per server.
    */
-  setDoorThreadSource(figures: () => readonly { readonly doorThread: number; readonly connections: number }[], exits: () => number): void {
+  setDoorThreadSource(
+    figures: () => readonly { readonly doorThread: number; readonly connections: number; readonly servedInDoor: number; readonly forwarded: number }[],
+    exits: () => number,
+  ): void {
+    new Counter({
+      name: METRIC.doorModelInfer,
+      help: "gRPC ModelInfer calls each front-door thread took, by who answered them: the door thread itself ('door': a version in its catalog) or the main thread ('main': forwarded)",
+      labelNames: [LABEL.doorThread, LABEL.answeredBy],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const figure of figures()) {
+          this.inc({ door_thread: String(figure.doorThread), answered_by: 'door' }, figure.servedInDoor);
+          this.inc({ door_thread: String(figure.doorThread), answered_by: 'main' }, figure.forwarded);
+        }
+      },
+    });
     new Counter({
       name: METRIC.doorConnections,
       help: 'Connections (gRPC and HTTP) the acceptor handed to each front-door thread',

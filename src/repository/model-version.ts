@@ -27,6 +27,7 @@ import type { BatcherAttachment } from '../batching/version-batcher.js';
 import type { VersionMemory } from './version-memory.js';
 import type { ExecutorKind, VersionExecutor } from '../executor/version-executor.js';
 import { VersionRuntime } from './version-runtime.js';
+import { SharedGate } from '../common/shared-gate.js';
 import type { PoolStarter, RestartReport, WorkerGeneration } from './worker-generations.js';
 
 export type { PoolStarter, RestartReport, WorkerGeneration } from './worker-generations.js';
@@ -49,6 +50,8 @@ export class ModelVersion {
   private requests = 0;
   private drained: (() => void) | undefined;
   private degradedValue = false;
+  /** The gate front-door threads serve this version through (doorGate()); undefined until first published. */
+  private doorGateValue: SharedGate | undefined;
 
   constructor(
     readonly modelName: string,
@@ -192,7 +195,40 @@ export class ModelVersion {
 
   /** True when the version serves and no request runs on it: it may be evicted. */
   get idle(): boolean {
-    return this.stateValue === 'READY' && this.inFlight === 0 && this.requests === 0 && !this.runtime.workers.isRestarting;
+    return (
+      this.stateValue === 'READY' &&
+      this.inFlight === 0 &&
+      this.requests === 0 &&
+      (this.doorGateValue?.inside ?? 0) === 0 &&
+      !this.runtime.workers.isRestarting
+    );
+  }
+
+  /**
+   * The gate through which `doors` front-door threads serve this READY
+   * version (inference/door-catalog.ts publishes it with the version).
+   * Opened on the first call; from then on the version's memory is pinned
+   * (requests in other threads cannot pin it per request), until the unload
+   * closes the gate and every door request that passed it has been answered.
+   * Undefined unless READY.
+   */
+  doorGate(doors: number): SharedGate | undefined {
+    if (this.stateValue !== 'READY') return undefined;
+    if (this.doorGateValue === undefined) {
+      this.memory.requestStarted();
+      this.doorGateValue = SharedGate.create(doors);
+    }
+    return this.doorGateValue;
+  }
+
+  /** Requests the front-door threads serve on this version now. */
+  get doorRequests(): number {
+    return this.doorGateValue?.inside ?? 0;
+  }
+
+  /** Door thread `door` died: its requests inside this version's gate will never leave. */
+  forgetDoor(door: number): void {
+    if (this.doorGateValue !== undefined && door < this.doorGateValue.doors) this.doorGateValue.forget(door);
   }
 
   /** Stops admitting requests, waits for the admitted ones, then frees the engines. */
@@ -200,6 +236,13 @@ export class ModelVersion {
     if (this.stateValue === 'UNLOADING' || this.stateValue === 'UNAVAILABLE') return;
     this.stateValue = 'UNLOADING';
     this.reasonValue = '';
+    // Door threads first: a request that had not passed the gate goes to the main thread (and is refused
+    // there as for any unloading version); those inside are answered before the engines close.
+    const gate = this.doorGateValue;
+    if (gate !== undefined) {
+      await gate.close();
+      this.memory.requestFinished();
+    }
     if (this.inFlight > 0 || this.requests > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;

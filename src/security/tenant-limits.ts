@@ -97,6 +97,11 @@ export class TenantLimiter {
     }
   }
 
+  /** Whether `tenant` has a rate or in-flight limit. */
+  limits(tenant: string): boolean {
+    return this.tenants.has(tenant);
+  }
+
   /** Whether any tenant has a limit (a server without any skips admission entirely). */
   get active(): boolean {
     return this.tenants.size > 0;

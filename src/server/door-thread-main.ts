@@ -10,8 +10,10 @@
  * it gets on the main thread: TLS (the same certificate files, reloaded on
  * SIGHUP), the gRPC connection options, the HTTP timeouts, the header
  * timeout, the idle-stream frame filter, the body-idle watch and the
- * admission from headers. Every admitted call is forwarded to the main
- * thread (server/door-forwarding.ts).
+ * admission from headers. ModelInfer calls for the versions the main
+ * thread's door catalog lists are served here (inference/door-inference.ts);
+ * every other admitted call is forwarded to the main thread
+ * (server/door-forwarding.ts), bytes as received.
  *
  * Connection caps are counted once, by the acceptor on the main thread: each
  * connection's close is posted back so its slot is freed.
@@ -29,14 +31,23 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import pino from 'pino';
-import { GRPCInferenceService } from '../generated/grpc_service_pb.js';
+import { fromBinary } from '@bufbuild/protobuf';
+import { GRPCInferenceService, ModelInferRequestSchema, type ModelInferRequest, type ModelInferResponse } from '../generated/grpc_service_pb.js';
+import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import { toServiceError } from '../common/serving-error.js';
+import { AccessLog } from '../observability/access-log.js';
+import { DoorInference, ForwardToMainThread } from '../inference/door-inference.js';
+import type { InferContext } from '../inference/infer-context.js';
+import { contextOf } from './handlers/infer-handlers.js';
+import { prescanInferRequest } from './infer-request-prescan.js';
+import { trailersFor } from './request-context.js';
 import { RefusalLog } from '../observability/refusal-log.js';
 import { doorGates } from '../security/caller.js';
 import { applyHttpConnectionLimits, grpcConnectionOptions } from '../security/connection-limits.js';
 import { ServerTls, type TlsFiles } from '../security/tls.js';
 import { GrpcAdmission } from './admission.js';
 import { GrpcForwarding, HttpForwarding, passThroughDefinition } from './door-forwarding.js';
-import type { DoorThreadSettings, FromDoorMessage, ToDoorMessage } from './door-thread-settings.js';
+import { DOOR_COUNTERS, newDoorCounters, type DoorThreadSettings, type FromDoorMessage, type ToDoorMessage } from './door-thread-settings.js';
 import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
 import { serviceDefinitionFor } from './grpc-service-definition.js';
 import { watchHttp2Preface } from './grpc-listener.js';
@@ -75,9 +86,12 @@ function grpcDoor(forwardPath: string, tls: ServerTls | undefined) {
     ],
   });
   const forwarding = new GrpcForwarding(forwardPath, settings.maxMessageBytes);
-  const inference = passThroughDefinition(serviceDefinitionFor(GRPCInferenceService));
+  const typed = serviceDefinitionFor(GRPCInferenceService);
+  const inference = passThroughDefinition(typed);
   admission.register(inference);
-  server.addService(inference, forwarding.handlers(inference));
+  const handlers = forwarding.handlers(inference);
+  handlers.ModelInfer = servedHere(handlers.ModelInfer as ForwardedUnary, typed.ModelInfer!.responseSerialize);
+  server.addService(inference, handlers);
   const health = passThroughDefinition(healthService);
   admission.register(health, (method) => `Health${method}`);
   server.addService(health, forwarding.handlers(health));
@@ -97,6 +111,56 @@ function grpcDoor(forwardPath: string, tls: ServerTls | undefined) {
     drained: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
     cut: () => server.forceShutdown(),
     close: () => forwarding.close(),
+  };
+}
+
+type ForwardedUnary = (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => void;
+
+/** This thread's ModelInfer counts, read by the main thread at scrape time (one writer: this thread). */
+const counts = new Float64Array(settings.counters ?? newDoorCounters());
+
+/** ModelInfer as served in the door thread (the main thread's door catalog). */
+const served = new DoorInference({
+  door: settings.index,
+  logger: logger.child({ component: 'door-inference' }),
+  accessLog: new AccessLog(logger, settings.accessLogSampleRate),
+});
+
+/**
+ * ModelInfer: decoded and served here when the catalog lists its version
+ * (door-inference.ts); otherwise, or when the door hands it back
+ * (ForwardToMainThread, before anything was counted), forwarded as received.
+ * A request the prescan or the decoder refuses is forwarded too: the main
+ * thread answers it with its own status and message.
+ */
+function servedHere(forward: ForwardedUnary, serialize: (response: ModelInferResponse) => Buffer): ForwardedUnary {
+  return (call, callback) => {
+    let request: ModelInferRequest;
+    let context: InferContext;
+    try {
+      prescanInferRequest(call.request);
+      request = fromBinary(ModelInferRequestSchema, call.request);
+      context = contextOf(call as unknown as ServerUnaryCall<ModelInferRequest, ModelInferResponse>);
+    } catch {
+      counts[DOOR_COUNTERS.forwarded]! += 1;
+      forward(call, callback);
+      return;
+    }
+    served.infer(request, context).then(
+      (response) => {
+        counts[DOOR_COUNTERS.servedInDoor]! += 1;
+        callback(null, serialize(response), trailersFor(context));
+      },
+      (err: unknown) => {
+        if (err instanceof ForwardToMainThread) {
+          counts[DOOR_COUNTERS.forwarded]! += 1;
+          forward(call, callback);
+          return;
+        }
+        counts[DOOR_COUNTERS.servedInDoor]! += 1;
+        callback({ ...toServiceError(err), metadata: trailersFor(context) });
+      },
+    );
   };
 }
 
@@ -213,11 +277,17 @@ port.on('message', (message: ToDoorMessage) => {
     case 'reload-certificates':
       reloadCertificates();
       return;
+    case 'catalog':
+      served.update(message.catalog);
+      post({ type: 'catalog-taken', generation: message.catalog.generation, served: served.served.length });
+      return;
     case 'drain':
       draining = true;
       void Promise.all([doors.grpc?.drained(), doors.http?.drained()]).then(() => {
         doors.grpc?.close();
         doors.http?.close();
+        return served.close();
+      }).finally(() => {
         post({ type: 'drained' });
       });
       return;

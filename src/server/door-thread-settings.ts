@@ -5,16 +5,30 @@
  * only: everything here crosses `postMessage` by structured clone, so no
  * logger, no Buffer that must stay a Buffer, no function.
  *
- * What a door thread does in this slice: it owns the connections the
- * acceptor hands it (TLS, HTTP/2 and HTTP/1 framing, the connection options,
- * the header timeout, the admission from headers) and forwards every call,
- * bytes as sent, to the main thread's own servers over private unix sockets
- * (server/door-forwarding.ts). The request path itself still runs on the main
- * thread, so statistics, metrics, limits, the cache and routes stay exactly
- * as with one thread.
+ * What a door thread does: it owns the connections the acceptor hands it
+ * (TLS, HTTP/2 and HTTP/1 framing, the connection options, the header
+ * timeout, the admission from headers); it serves gRPC ModelInfer itself for
+ * the versions of the door catalog the main thread posts
+ * (inference/door-catalog.ts), and forwards every other call, bytes as sent,
+ * to the main thread's own servers over private unix sockets
+ * (server/door-forwarding.ts). Statistics and metrics of the requests it
+ * serves go to shared memory the main thread's scrape reads; limits, the
+ * cache and routes stay the main thread's (their requests are forwarded).
  */
 import type { ConnectionLimits } from '../security/connection-limits.js';
+import type { DoorCatalog } from '../inference/door-catalog.js';
 import type { TlsFiles } from '../security/tls.js';
+
+/**
+ * A door thread's counts (Float64 words in a SharedArrayBuffer, written by
+ * the door thread alone, read by the main thread at scrape time): gRPC
+ * ModelInfer calls it answered itself, and those it forwarded.
+ */
+export const DOOR_COUNTERS = { servedInDoor: 0, forwarded: 1, words: 2 } as const;
+
+export function newDoorCounters(): SharedArrayBuffer {
+  return new SharedArrayBuffer(DOOR_COUNTERS.words * Float64Array.BYTES_PER_ELEMENT);
+}
 
 /** The gRPC or the HTTP port, as a door thread serves it. */
 export interface DoorPortSettings {
@@ -27,9 +41,13 @@ export interface DoorPortSettings {
 export interface DoorThreadSettings {
   /** 0..N-1: the door's label in logs and metrics (`door_thread`). */
   readonly index: number;
+  /** The thread's counts (DOOR_COUNTERS); FrontDoorThreads sets it (a replacement continues its predecessor's). */
+  readonly counters?: SharedArrayBuffer;
   /** pino's level name of the server's logger; the door's lines go to the main thread's logger. */
   readonly logLevel: string;
   readonly maxMessageBytes: number;
+  /** --log-sample-rate (the access log's successes): the door logs the requests it serves. */
+  readonly accessLogSampleRate: number;
   readonly connections: ConnectionLimits | undefined;
   readonly headerTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
@@ -58,6 +76,8 @@ export type ToDoorMessage =
   | { readonly type: 'connection'; readonly door: 'grpc' | 'http'; readonly fd: number; readonly id: number }
   /** SIGHUP: read the certificate files again (new handshakes take them). */
   | { readonly type: 'reload-certificates' }
+  /** The versions to serve ModelInfer for here from now on (inference/door-catalog.ts). */
+  | { readonly type: 'catalog'; readonly catalog: DoorCatalog }
   /** The drain: no new calls; answer 'drained' once every open call has finished. */
   | { readonly type: 'drain' }
   /** The drain timed out: cut what is still open. */
@@ -72,4 +92,6 @@ export type FromDoorMessage =
   /** One pino line (JSON), written by the main thread's logger. */
   | { readonly type: 'log'; readonly line: string }
   /** Every call the door had open finished (after 'drain'). */
-  | { readonly type: 'drained' };
+  | { readonly type: 'drained' }
+  /** Catalog `generation` is the one served from now on; `served`: the versions it lists that this thread serves. */
+  | { readonly type: 'catalog-taken'; readonly generation: number; readonly served: number };

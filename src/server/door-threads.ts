@@ -3,15 +3,16 @@
  * own the gRPC and HTTP connections the acceptor (door-acceptor.ts) hands
  * them, round-robin. Each runs server/door-thread-main.ts.
  *
- * What this slice does and does not do yet (issue 20): a door thread takes
- * the transport (TLS, HTTP/2 and HTTP/1 framing, connection options and
- * timeouts, the admission from headers) off the main thread and forwards
- * every call to the main thread's own servers over private unix sockets
- * (door-forwarding.ts), where the request path runs as with one thread. No
- * request is served in a door thread yet, so every process-wide fact
- * (statistics, metrics, limits, cache, routes) stays exactly as it is with
- * one thread; the next step serves batched ModelInfer in the door against a
- * version plan posted by the main thread.
+ * What a door thread does (issue 20): it takes the transport (TLS, HTTP/2
+ * and HTTP/1 framing, connection options and timeouts, the admission from
+ * headers) off the main thread; it serves gRPC ModelInfer itself for the
+ * versions the main thread's door catalog lists (inference/door-catalog.ts:
+ * batched numeric versions whose path is the run alone), into the same
+ * native batchers, counting in shared statistics and metrics; and it
+ * forwards every other call to the main thread's own servers over private
+ * unix sockets (door-forwarding.ts), where the request path runs as with one
+ * thread. The catalog is posted again whenever it can change (`publish`) and
+ * to each thread once it is ready.
  *
  * Life cycle: `start()` spawns them and waits until each has built its
  * servers; a door thread that exits while the server is not stopping is
@@ -32,7 +33,8 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { HandOff } from './door-acceptor.js';
-import type { DoorThreadSettings, FromDoorMessage, ToDoorMessage } from './door-thread-settings.js';
+import { DOOR_COUNTERS, newDoorCounters, type DoorThreadSettings, type FromDoorMessage, type ToDoorMessage } from './door-thread-settings.js';
+import type { DoorCatalog } from '../inference/door-catalog.js';
 
 /**
  * `--front-door-threads auto`: 1 for now. In this slice every request still
@@ -47,11 +49,22 @@ export function frontDoorThreadCount(choice: number | 'auto', _cores: number = o
   return choice === 'auto' ? 1 : choice;
 }
 
+/** What the door threads ask of the server. */
+export interface DoorThreadHooks {
+  /** The door catalog now, for `doors` threads (inference/door-catalog.ts); undefined: doors forward every call. */
+  readonly catalog?: (doors: number) => DoorCatalog;
+  /** Door thread `index` exited: requests it had inside a version's gate will never leave. */
+  readonly onExit?: (index: number) => void;
+}
+
 /** One door thread's figures, read at scrape time. */
 export interface DoorThreadFigures {
   readonly doorThread: number;
   /** Connections handed to this door (gRPC and HTTP), since start, replacements included. */
   readonly connections: number;
+  /** gRPC ModelInfer calls this door answered itself / forwarded to the main thread, since start, replacements included. */
+  readonly servedInDoor: number;
+  readonly forwarded: number;
 }
 
 interface Slot {
@@ -65,6 +78,10 @@ interface Slot {
   readonly open: Map<number, () => void>;
   connections: number;
   drained: (() => void) | undefined;
+  /** The generation of the last catalog this thread took (-1: none yet). */
+  catalogGeneration: number;
+  /** The thread's ModelInfer counts (DOOR_COUNTERS layout), written by the thread, kept for its replacement. */
+  readonly counters: SharedArrayBuffer;
 }
 
 export class FrontDoorThreads {
@@ -82,22 +99,40 @@ export class FrontDoorThreads {
     readonly count: number,
     private readonly settingsOf: (index: number) => DoorThreadSettings,
     private readonly logger: Logger,
+    private readonly hooks: DoorThreadHooks = {},
   ) {
     this.log = logger.child({ component: 'door-threads' });
-    for (let index = 0; index < count; index += 1) this.slots.push(this.spawn(index, 0));
+    for (let index = 0; index < count; index += 1) this.slots.push(this.spawn(index, 0, newDoorCounters()));
   }
 
   /** Resolves once every door thread has built its servers. */
   async start(): Promise<void> {
     await Promise.all(this.slots.map((slot) => slot.ready));
     this.started = true;
-    this.log.info({ front_door_threads: this.count }, 'front-door threads serving: connections are handed round-robin');
-    // Measured on 2 loaded cores: forwarding costs more than the threads save (the branch's report, README).
-    this.log.warn(
+    this.log.info(
       { front_door_threads: this.count },
-      'front-door threads forward every call to the main thread in this version: expect lower throughput than one thread ' +
-        'for plaintext gRPC; they spare the main thread TLS and refused calls only',
+      'front-door threads serving: connections are handed round-robin; gRPC ModelInfer of the versions in the door catalog is served ' +
+        'in the threads, every other call is forwarded to the main thread',
     );
+  }
+
+  /** The door catalog may have changed (a model loaded or unloaded, new routes): every live thread gets it now. */
+  publish(): void {
+    const catalogOf = this.hooks.catalog;
+    if (catalogOf === undefined || this.stopping) return;
+    const catalog = catalogOf(this.count);
+    for (const slot of this.slots) if (slot.live) this.post(slot, { type: 'catalog', catalog });
+    if (catalog.forwarded.length > 0) this.log.debug({ forwarded: catalog.forwarded }, 'versions the door threads forward to the main thread');
+  }
+
+  /** Resolves once every live door thread serves from a catalog built by now (tests, and the bench's readiness). */
+  async catalogTaken(): Promise<void> {
+    this.publish();
+    const wanted = new Map(this.slots.map((slot) => [slot, slot.catalogGeneration] as const));
+    const deadline = Date.now() + 10_000;
+    while (this.slots.some((slot) => slot.live && slot.catalogGeneration <= (wanted.get(slot) ?? -1)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 
   /** The acceptor's hand-off: the next door thread takes the descriptor. */
@@ -154,15 +189,24 @@ export class FrontDoorThreads {
   }
 
   figures(): DoorThreadFigures[] {
-    return this.slots.map((slot, index) => ({ doorThread: index, connections: slot.connections }));
+    return this.slots.map((slot, index) => {
+      const counts = new Float64Array(slot.counters);
+      return {
+        doorThread: index,
+        connections: slot.connections,
+        servedInDoor: counts[DOOR_COUNTERS.servedInDoor]!,
+        forwarded: counts[DOOR_COUNTERS.forwarded]!,
+      };
+    });
   }
 
   private post(slot: Slot, message: ToDoorMessage): void {
     slot.worker.postMessage(message);
   }
 
-  private spawn(index: number, connections: number): Slot {
-    const worker = new Worker(doorThreadModulePath(), { workerData: this.settingsOf(index) });
+  private spawn(index: number, connections: number, counters: SharedArrayBuffer): Slot {
+    const workerData: DoorThreadSettings = { ...this.settingsOf(index), counters };
+    const worker = new Worker(doorThreadModulePath(), { workerData });
     const doorLog = this.logger.child({ door_thread: index });
     let markReady: () => void = () => {};
     let failStart: (err: Error) => void = () => {};
@@ -177,14 +221,22 @@ export class FrontDoorThreads {
       open: new Map(),
       connections,
       drained: undefined,
+      catalogGeneration: -1,
+      counters,
     };
     // A thread that fails before it is ready fails start(); later, replacement handles it.
     slot.ready.catch(() => {});
     worker.on('message', (message: FromDoorMessage) => {
       switch (message.type) {
-        case 'ready':
+        case 'ready': {
           slot.live = true;
           markReady();
+          const catalogOf = this.hooks.catalog;
+          if (catalogOf !== undefined && !this.stopping) this.post(slot, { type: 'catalog', catalog: catalogOf(this.count) });
+          return;
+        }
+        case 'catalog-taken':
+          slot.catalogGeneration = Math.max(slot.catalogGeneration, message.generation);
           return;
         case 'closed':
           slot.open.get(message.id)?.();
@@ -208,6 +260,8 @@ export class FrontDoorThreads {
       for (const release of slot.open.values()) release();
       slot.open.clear();
       slot.drained?.();
+      // Requests it had inside a version's gate never leave: an unload must not wait for them.
+      this.hooks.onExit?.(index);
       failStart(new Error(`door thread ${index} exited (code ${code}) before it was ready`));
       if (this.stopping) return;
       this.exits += 1;
@@ -221,7 +275,7 @@ export class FrontDoorThreads {
         return;
       }
       doorLog.error({ code, open_connections_reset: reset }, 'door thread exited: its connections are reset; starting a new one');
-      const replacement = this.spawn(index, slot.connections);
+      const replacement = this.spawn(index, slot.connections, slot.counters);
       this.slots[index] = replacement;
     });
     return slot;

@@ -88,7 +88,11 @@ export class HotpathServer {
       loadConcurrency: options.modelLoadConcurrency,
       defaultWarmup: options.defaultWarmup,
       logger: options.logger,
-      onStateChange: () => this.refreshHealth(),
+      onStateChange: () => {
+        this.refreshHealth();
+        // A version loaded, unloaded or evicted: what the front-door threads serve changes with it.
+        this.doors.publishDoorCatalog();
+      },
       deviceHealth: this.deviceHealth,
       deviceProbeIntervalMs: options.deviceProbeIntervalMs ?? 5000,
       onDeviceFallback: (version, reason) => this.metrics.countDeviceFallback(version.modelName, reason),
@@ -108,7 +112,9 @@ export class HotpathServer {
     });
     this.metrics = new ServerMetrics({
       versions: () => this.models.versions(),
-      inflightRequests: () => this.requestPath.runner.inflightRequests,
+      // The main thread's requests and those the front-door threads serve themselves (inside a version's gate).
+      inflightRequests: () =>
+        this.requestPath.runner.inflightRequests + this.models.versions().reduce((sum, version) => sum + version.doorRequests, 0),
       tenantLabels: options.metricsTenantLabels,
       cpuSampleIntervalMs: options.metricsIntervalMs,
       statisticsShards,
@@ -122,6 +128,7 @@ export class HotpathServer {
       arena: this.memory.arena,
       modelDir: (model) => this.modelDir(model),
       onDegradedChange: () => this.refreshHealth(),
+      onRoutesSwapped: () => this.doors.publishDoorCatalog(),
     });
     this.drift = this.requestPath.drift;
     this.health = new ServerHealth({
@@ -145,6 +152,10 @@ export class HotpathServer {
         report: () => this.healthReport(),
       },
       driftReport: (name, version, caller) => this.driftReport(name, version, caller),
+      doorCatalog: (doors) => this.requestPath.doorCatalog(doors),
+      onDoorExit: (index) => {
+        for (const version of this.models.versions()) version.forgetDoor(index);
+      },
     });
     this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);
   }
@@ -218,6 +229,8 @@ export class HotpathServer {
   async loadModels(): Promise<void> {
     await this.models.loadStartupModels();
     this.requestPath.startRoutes();
+    // The routes are known now: a model a route names is not served by the door threads.
+    this.doors.publishDoorCatalog();
     if (this.phase === 'starting') this.phase = 'serving';
     if (this.phase === 'serving') this.patrol?.start();
     this.refreshHealth();
@@ -238,6 +251,11 @@ export class HotpathServer {
     const ports = await this.listen();
     await this.loadModels();
     return ports;
+  }
+
+  /** Resolves once every front-door thread serves from the door catalog as it is now (tests, benchmarks). */
+  doorCatalogTaken(): Promise<void> {
+    return this.doors.doorCatalogTaken();
   }
 
   /** Keeps grpc.health.v1 in step with ServerReady. */

@@ -47,6 +47,7 @@ import { GrpcAdmission } from './admission.js';
 import type { ServerOptions } from './server-options.js';
 import { DoorAcceptor } from './door-acceptor.js';
 import { FrontDoorThreads, frontDoorThreadCount } from './door-threads.js';
+import type { DoorCatalog } from '../inference/door-catalog.js';
 import type { DoorThreadSettings } from './door-thread-settings.js';
 
 /** A door: the gRPC port, the HTTP port, the metrics port. */
@@ -92,6 +93,10 @@ export interface DoorParts {
   readonly probes: HealthProbes;
   /** GET /v2/models/{m}/drift. */
   readonly driftReport: (name: string, version: string, caller: Caller) => Promise<unknown>;
+  /** What front-door threads serve themselves (inference/door-catalog.ts); undefined: they forward every call. */
+  readonly doorCatalog?: (doors: number) => DoorCatalog;
+  /** Door thread `index` exited (its requests inside the versions' gates no longer count). */
+  readonly onDoorExit?: (index: number) => void;
 }
 
 export class ServerDoors {
@@ -279,6 +284,7 @@ export class ServerDoors {
       index,
       logLevel: this.options.logger.level,
       maxMessageBytes: this.options.maxMessageBytes,
+      accessLogSampleRate: this.options.accessLogSampleRate,
       connections: this.options.connections,
       headerTimeoutMs: doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
       bodyIdleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
@@ -293,7 +299,10 @@ export class ServerDoors {
       grpc: grpcForward === undefined ? undefined : { tls: this.options.grpcTls, forwardPath: grpcForward },
       http: httpForward === undefined ? undefined : { tls: this.options.httpTls, forwardPath: httpForward },
     });
-    const threads = new FrontDoorThreads(count, settingsOf, this.options.logger);
+    const threads = new FrontDoorThreads(count, settingsOf, this.options.logger, {
+      catalog: this.parts.doorCatalog,
+      onExit: this.parts.onDoorExit,
+    });
     const acceptor = new DoorAcceptor(this.connectionGate, threads.handOff, this.options.logger);
     this.doorThreads = { threads, acceptor, internal, dir };
     this.parts.metrics.setDoorThreadSource(() => threads.figures(), () => threads.exits);
@@ -313,6 +322,16 @@ export class ServerDoors {
       await this.closeDoorThreads();
       throw err;
     }
+  }
+
+  /** The door catalog may have changed: the front-door threads get it now (nothing without them). */
+  publishDoorCatalog(): void {
+    this.doorThreads?.threads.publish();
+  }
+
+  /** Resolves once every front-door thread serves from the catalog as it is now (at once without them). */
+  async doorCatalogTaken(): Promise<void> {
+    await this.doorThreads?.threads.catalogTaken();
   }
 
   /** The door threads, their private sockets and folder (after the drain, or a failed start). */

@@ -69,6 +69,7 @@ describe('FrontDoorThreads', () => {
     index,
     logLevel: 'info',
     maxMessageBytes: 1024,
+    accessLogSampleRate: 0,
     connections: undefined,
     headerTimeoutMs: 1000,
     bodyIdleTimeoutMs: 1000,

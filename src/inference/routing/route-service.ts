@@ -45,6 +45,8 @@ export interface RouteServiceOptions {
   readonly shadowConcurrency: number;
   /** Watch the file's directory for changes (default true). */
   readonly watch?: boolean;
+  /** New routes took over (a reload that swapped): the front-door threads' catalog names them (door-catalog.ts). */
+  readonly onSwap?: () => void;
 }
 
 /** A route a caller may call. */
@@ -100,7 +102,10 @@ export class RouteService {
       build,
       triggers: options.watch === false ? [] : [directoryWatchTrigger(options.file, 200, (err) => this.onWatchError(err))],
       onResult: (result, current) => this.onReload(result, current),
-      onSwap: (next) => this.initSeries(next),
+      onSwap: (next) => {
+        this.initSeries(next);
+        this.options.onSwap?.();
+      },
     });
     this.metrics = new RouteMetrics(options.metrics.registry, SHADOW_DIFF_BUCKETS);
     this.shadow = new ShadowQueue({ capacity: options.shadowQueueSize, concurrency: options.shadowConcurrency });
@@ -133,6 +138,11 @@ export class RouteService {
   /** Resolves once no shadow job is queued or running (tests, shutdown). */
   shadowIdle(): Promise<void> {
     return this.shadow.idle();
+  }
+
+  /** Every route's name (a request naming one is a route's, not a model's). */
+  names(): readonly string[] {
+    return this.reloader.current().table.names();
   }
 
   /** The route `name` when `caller` may see it; undefined otherwise (the name then reads as a model name). */

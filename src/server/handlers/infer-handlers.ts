@@ -60,7 +60,7 @@ export function inferHandlers(runner: InferencePath): UntypedServiceImplementati
  * built in one literal (no spread of an intermediate); the view is one small
  * object whose lookups run only when a route reads them.
  */
-function contextOf(
+export function contextOf(
   call: ServerUnaryCall<ModelInferRequest, ModelInferResponse> | ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>,
 ): InferContext {
   const metadata = call.metadata;

@@ -1,0 +1,244 @@
+/**
+ * ModelInfer served in a front-door thread (`--front-door-threads N`), for
+ * the versions the main thread lists in its door catalog (door-catalog.ts).
+ * The request takes the same batched run as on the main thread
+ * (version-run.ts runBatchedRequest: one validation, the enqueue, the
+ * answer from the batch's rows), into the same native batcher, attached
+ * from this thread: answers come back here straight from the native side.
+ * It records the version's statistics and metrics in this thread's shard of
+ * the shared counters, so one scrape on the main thread sees every thread's
+ * requests.
+ *
+ * Whatever this thread cannot answer as the main thread would is handed to
+ * the main thread whole (ForwardToMainThread; the caller forwards the call
+ * as received), before anything was counted here:
+ *   - a model or version not listed, or one the caller may not see (the main
+ *     thread gives the exact refusal);
+ *   - a version whose gate is closed (unloading: the main thread answers as
+ *     for any unloading version, or serves its successor);
+ *   - a request the batcher refused as SHUTDOWN (the version stopping, or
+ *     batches that no longer reach a native target) or OVER_QUOTA (the main
+ *     thread words the quota per input), or a batch whose run must be
+ *     repeated (a worker that died mid-batch): inference is idempotent, so
+ *     the main thread runs it again, once, as it does its own.
+ *
+ * Ownership: one DoorInference per door thread, on that thread only. It owns
+ * its attached batcher handles and lets go of those a new catalog drops.
+ */
+import type { Logger } from 'pino';
+import { fromBinary } from '@bufbuild/protobuf';
+import { ModelConfigSchema, type ModelConfig } from '../generated/model_config_pb.js';
+import type { ModelInferRequest, ModelInferResponse } from '../generated/grpc_service_pb.js';
+import { SharedGate } from '../common/shared-gate.js';
+import { classifyError, toServiceError } from '../common/serving-error.js';
+import { failureReasonOf } from '../common/error-kinds.js';
+import { signatureFromConfig, type ModelSignature } from '../tensor/model-signature.js';
+import { VersionBatcher, type BatchedVersion } from '../batching/version-batcher.js';
+import type { Block } from '../native/arena.js';
+import type { InferResult } from '../workers/worker-protocol.js';
+import { InferenceStatistics } from '../repository/inference-statistics.js';
+import { attachVersionMetrics, type VersionMetrics } from '../observability/version-metrics.js';
+import type { AccessLog } from '../observability/access-log.js';
+import { scopeFailure, visibleTo } from '../security/caller.js';
+import { status } from '@grpc/grpc-js';
+import type { DoorCatalog, DoorVersionEntry } from './door-catalog.js';
+import type { InferContext } from './infer-context.js';
+import { runBatchedRequest, type BatchedRun } from './version-run.js';
+
+/** The request is the main thread's to answer: the door forwards the call as received. */
+export class ForwardToMainThread extends Error {
+  constructor(readonly why: string) {
+    super(why);
+    this.name = 'ForwardToMainThread';
+  }
+}
+
+/** One listed version as this door thread serves it. */
+class DoorVersion implements BatchedVersion {
+  readonly modelName: string;
+  readonly versionLabel: string;
+  readonly tenant: string;
+  readonly config: ModelConfig;
+  readonly signature: ModelSignature;
+  /** Unused here: the creator's batcher counts the instances. */
+  readonly instances = 1;
+  // A door never runs a batch itself (only natively run batches reach it): a re-run goes to the main thread.
+  readonly memory = {
+    ownerId: 0,
+    allocOutput: (): Block => {
+      throw new ForwardToMainThread('a batch to re-run on the main thread');
+    },
+  };
+  readonly native = undefined;
+  readonly workerTarget = undefined;
+  readonly batcher = undefined;
+  readonly gate: SharedGate;
+  readonly statistics: InferenceStatistics;
+  readonly metrics: VersionMetrics | undefined;
+  readonly batcherId: number;
+  readonly handle: VersionBatcher<DoorVersion>;
+  readonly batchedRun: BatchedRun;
+  /** This thread's requests on the version now; a dropped version lets go of its batcher at 0. */
+  active = 0;
+  /** Set once a catalog dropped the version: called when `active` reaches 0. */
+  onIdle: (() => void) | undefined;
+
+  constructor(entry: DoorVersionEntry, shard: number, logger: Logger) {
+    this.modelName = entry.model;
+    this.versionLabel = entry.version;
+    this.tenant = entry.tenant;
+    this.config = fromBinary(ModelConfigSchema, entry.config);
+    this.signature = signatureFromConfig(this.config);
+    this.gate = new SharedGate(entry.gate);
+    this.statistics = InferenceStatistics.attach(entry.statistics, shard);
+    this.metrics = entry.metrics === undefined ? undefined : attachVersionMetrics(entry.metrics, shard);
+    this.batcherId = entry.batcher.id;
+    const metrics = this.metrics;
+    this.handle = VersionBatcher.attach<DoorVersion>(this, entry.batcher, {
+      logger,
+      onExecuted: (version, rows, timing) => {
+        version.statistics.recordExecution(rows, timing);
+        metrics?.observeExecution(rows);
+      },
+    });
+    this.batchedRun = {
+      modelName: this.modelName,
+      versionLabel: this.versionLabel,
+      signature: this.signature,
+      batched: this.signature.maxBatchSize > 0,
+      statistics: this.statistics,
+      metrics,
+      checkIndices: undefined,
+      refused: (rejection) =>
+        rejection.reason === 'SHUTDOWN' || rejection.reason === 'OVER_QUOTA'
+          ? new ForwardToMainThread(`the batcher refused it here (${rejection.reason})`)
+          : rejection,
+    };
+  }
+
+  /** See BatchedVersion.run: a batch reaches a door only once run natively, so any run here is a re-run: the main thread's. */
+  run(): Promise<InferResult> {
+    return Promise.reject(new ForwardToMainThread('a batch to re-run on the main thread'));
+  }
+}
+
+export interface DoorInferenceOptions {
+  /** This door thread's index (0..N-1): its count in each version's gate; its shard of the shared counters is door + 1 (the main thread writes shard 0). */
+  readonly door: number;
+  readonly logger: Logger;
+  readonly accessLog: AccessLog;
+}
+
+export class DoorInference {
+  private byKey = new Map<string, DoorVersion>();
+  private latest = new Map<string, DoorVersion>();
+  private generation = -1;
+
+  constructor(private readonly options: DoorInferenceOptions) {}
+
+  /**
+   * Serves from `catalog` from now on (an older one than the current is
+   * ignored). Versions it keeps keep their attached batcher; those it drops
+   * let go of theirs once their requests here are answered.
+   */
+  update(catalog: DoorCatalog): void {
+    if (catalog.generation <= this.generation) return;
+    this.generation = catalog.generation;
+    const previous = new Map([...this.byKey.values()].map((version) => [version.batcherId, version]));
+    const byKey = new Map<string, DoorVersion>();
+    for (const entry of catalog.versions) {
+      let version = previous.get(entry.batcher.id);
+      previous.delete(entry.batcher.id);
+      if (version === undefined) {
+        try {
+          version = new DoorVersion(entry, this.options.door + 1, this.options.logger);
+        } catch (err) {
+          // Not served here (its requests go to the main thread); the others are.
+          this.options.logger.warn({ err, model: entry.model, model_version: entry.version }, 'cannot serve this version in the door thread: forwarding its requests');
+          continue;
+        }
+      }
+      byKey.set(keyOf(entry.model, entry.version), version);
+    }
+    const latest = new Map<string, DoorVersion>();
+    for (const [model, label] of Object.entries(catalog.latest)) {
+      const version = byKey.get(keyOf(model, label));
+      if (version !== undefined) latest.set(model, version);
+    }
+    this.byKey = byKey;
+    this.latest = latest;
+    // Dropped versions: their gate is closed (or the version unloaded); requests still here finish first.
+    for (const dropped of previous.values()) void this.release(dropped);
+  }
+
+  /** Lets go of every attached batcher (the thread is ending). */
+  async close(): Promise<void> {
+    const versions = [...this.byKey.values()];
+    this.byKey = new Map();
+    this.latest = new Map();
+    await Promise.all(versions.map((version) => this.release(version)));
+  }
+
+  /**
+   * Serves one ModelInfer: the answer, or a failure as the main thread
+   * words it. Throws ForwardToMainThread (before counting anything) for a
+   * request that is the main thread's.
+   */
+  async infer(request: ModelInferRequest, context: InferContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
+    const version = request.modelVersion === '' ? this.latest.get(request.modelName) : this.byKey.get(keyOf(request.modelName, request.modelVersion));
+    if (version === undefined) throw new ForwardToMainThread('not served in this door thread');
+    if (!visibleTo(context.caller)(version.tenant)) throw new ForwardToMainThread('a model the caller may not see');
+    if (!version.gate.enter(this.options.door)) throw new ForwardToMainThread('the version is unloading');
+    const started = performance.now();
+    const elapsedNs = () => Math.round((performance.now() - started) * 1e6);
+    version.active += 1;
+    try {
+      const response = await runBatchedRequest(version.batchedRun, request, version.handle, context, elapsedNs);
+      if (this.options.accessLog.sampleSuccess()) {
+        this.options.accessLog.recordSampledSuccess({ ...describe(request, context, method, version, elapsedNs()), code: status.OK });
+      }
+      return response;
+    } catch (err) {
+      if (err instanceof ForwardToMainThread) throw err;
+      const failure = toServiceError(err);
+      version.statistics.recordFailure(elapsedNs(), failureReasonOf(classifyError(err).kind));
+      this.options.accessLog.record({ ...describe(request, context, method, version, elapsedNs()), code: failure.code, error: failure.details });
+      throw scopeFailure(err, context.caller);
+    } finally {
+      version.gate.leave(this.options.door);
+      version.active -= 1;
+      if (version.active === 0) version.onIdle?.();
+    }
+  }
+
+  /** Versions served here now (tests, logs). */
+  get served(): readonly { readonly model: string; readonly version: string }[] {
+    return [...this.byKey.values()].map((version) => ({ model: version.modelName, version: version.versionLabel }));
+  }
+
+  /** Lets go of a dropped version's batcher once this thread's requests on it are answered (stop() would fail them). */
+  private async release(version: DoorVersion): Promise<void> {
+    if (version.active > 0) await new Promise<void>((resolve) => (version.onIdle = resolve));
+    try {
+      await version.handle.stop();
+    } catch (err) {
+      this.options.logger.warn({ err, model: version.modelName, model_version: version.versionLabel }, 'could not let go of a batcher');
+    }
+  }
+}
+
+function keyOf(model: string, version: string): string {
+  return `${model}\0${version}`;
+}
+
+function describe(request: ModelInferRequest, context: InferContext, method: string, version: DoorVersion, elapsedNs: number) {
+  return {
+    requestId: context.requestId,
+    traceId: context.traceId,
+    method,
+    model: request.modelName,
+    modelVersion: version.versionLabel,
+    tenant: version.tenant,
+    latencyMs: elapsedNs / 1e6,
+  };
+}
