@@ -147,8 +147,14 @@ export interface BatchedVersion {
   readonly instances: number;
   /** The version's share of the arena: batches allocate their outputs under its owner. */
   readonly memory: { readonly ownerId: number; allocOutput(bytes: number): Block };
-  /** Set for a version selected for the native executor. */
-  readonly native: VersionExecutor | undefined;
+  /**
+   * Set for a version selected for the native executor: its state, its
+   * move to CPU on a device fault, and (on the thread that created the
+   * batcher) the executor batches go to. A front-door thread's view has no
+   * executor and is never `active` (a batch it would re-run is the main
+   * thread's).
+   */
+  readonly native: (Pick<VersionExecutor, 'active' | 'fallBack'> & { readonly executor?: Executor | undefined }) | undefined;
   /** Where sealed batches reach the current worker generation natively; undefined: through piscina. */
   readonly workerTarget: WorkerPoolTarget | undefined;
   /** The attached batcher, when the version batches. */

@@ -38,6 +38,39 @@ export type ExecutorKind = 'native-cuda' | 'native-host' | 'onnxruntime';
 
 export type NativeState = 'native' | 'cpu-probing' | 'cpu-device-lost';
 
+/** A graph input used directly as Gather ids: valid ids are in [-axisLength, axisLength). */
+export interface IndexBound {
+  readonly input: string;
+  readonly axisLength: number;
+}
+
+/**
+ * Refuses ids outside an embedding table before they join a batch, so one
+ * bad request cannot fail the requests batched with it. `inputs` are the
+ * request's inputs by name (little-endian INT64 or INT32 bytes). Returns
+ * the problem, or undefined when every id is in range. A pure function: the
+ * front-door threads check with the bounds the main thread posts them.
+ */
+export function indexBoundsProblem(
+  bounds: readonly IndexBound[],
+  inputs: ReadonlyMap<string, { readonly bytes: Uint8Array; readonly datatype: string }>,
+): string | undefined {
+  for (const bound of bounds) {
+    const input = inputs.get(bound.input);
+    if (input === undefined) continue;
+    const view = new DataView(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
+    const wide = input.datatype === 'INT64';
+    const count = input.bytes.byteLength / (wide ? 8 : 4);
+    for (let i = 0; i < count; i++) {
+      const id = wide ? Number(view.getBigInt64(i * 8, true)) : view.getInt32(i * 4, true);
+      if (id < -bound.axisLength || id >= bound.axisLength) {
+        return `input '${bound.input}': element ${i} is ${id}, expected an id in [${-bound.axisLength}, ${bound.axisLength}) (the embedding table has ${bound.axisLength} rows)`;
+      }
+    }
+  }
+  return undefined;
+}
+
 /** A run failed because of the device: the version has moved to CPU; re-run the work there. */
 export class DeviceFaultError extends Error {
   override readonly name = 'DeviceFaultError';
@@ -58,7 +91,7 @@ export interface VersionExecutorOptions {
   /** The arena request inputs live in, to read arena-placed task inputs. */
   readonly hostArenaName: string;
   /** Graph inputs used directly as Gather ids: valid ids are in [-axisLength, axisLength). */
-  readonly indexBounds: readonly { readonly input: string; readonly axisLength: number }[];
+  readonly indexBounds: readonly IndexBound[];
   /** The version moved to CPU (`to: 'cpu'`) or back to the executor. */
   readonly onMove: (to: 'cpu' | 'native', reason: DeviceFallbackReason | 'recovered', detail: string) => void;
   /** Called once the executor is closed for good (device lost): its device memory may go. */
@@ -102,27 +135,14 @@ export class VersionExecutor {
     return this.reasonValue;
   }
 
-  /**
-   * Refuses ids outside an embedding table before they join a batch, so one
-   * bad request cannot fail the requests batched with it. `inputs` are the
-   * request's inputs by name (little-endian INT64 or INT32 bytes). Returns
-   * the problem, or undefined when every id is in range.
-   */
+  /** The request's embedding ids against this version's tables (indexBoundsProblem). */
   checkIndices(inputs: ReadonlyMap<string, { readonly bytes: Uint8Array; readonly datatype: string }>): string | undefined {
-    for (const bound of this.options.indexBounds) {
-      const input = inputs.get(bound.input);
-      if (input === undefined) continue;
-      const view = new DataView(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
-      const wide = input.datatype === 'INT64';
-      const count = input.bytes.byteLength / (wide ? 8 : 4);
-      for (let i = 0; i < count; i++) {
-        const id = wide ? Number(view.getBigInt64(i * 8, true)) : view.getInt32(i * 4, true);
-        if (id < -bound.axisLength || id >= bound.axisLength) {
-          return `input '${bound.input}': element ${i} is ${id}, expected an id in [${-bound.axisLength}, ${bound.axisLength}) (the embedding table has ${bound.axisLength} rows)`;
-        }
-      }
-    }
-    return undefined;
+    return indexBoundsProblem(this.options.indexBounds, inputs);
+  }
+
+  /** Graph inputs used directly as Gather ids, with their tables' row counts (what checkIndices checks). */
+  get indexBounds(): readonly IndexBound[] {
+    return this.options.indexBounds;
   }
 
   /** Runs one task (warm-up, golden check, a direct request) on the executor. Throws DeviceFaultError after moving to CPU. */

@@ -11,17 +11,20 @@
  * A version is listed when its request path is the run alone, on a batcher
  * whose batches a native target runs, so that nothing a request does needs
  * the main thread:
- *   - READY, numeric, with a batcher fed natively to its onnxruntime workers
- *     (the version's worker target; batches of a batcher without one run on
- *     the main thread's pool);
+ *   - READY, numeric, with a batcher fed natively: to the native executor
+ *     while the version runs there (the door checks embedding ids with the
+ *     bounds posted here, and tells the main thread of a device fault), or
+ *     to its onnxruntime workers (the version's worker target); batches of
+ *     a batcher without one run on the main thread's pool;
  *   - no step around the run (its plan's `serve` is its `shadow`: no
  *     response cache, drift or archive; version-plan.ts);
  *   - its tenant has no rate or in-flight limit (those are counted once, on
  *     the main thread);
- *   - no route has the model's name, and fault injection is off.
- * Not yet: versions on the native executor (their device fall-back and
- * embedding-id checks live on the main thread). Each unlisted version is
- * named with the reason (logged at debug by the door threads' owner).
+ *   - no route has the model's name, and its config asks for no test-only
+ *     fault (`hotpath_fault_*` parameters, --enable-fault-injection). A
+ *     request carrying the `hotpath_fault` parameter is forwarded by the door.
+ * Each unlisted version is named with the reason (logged at debug by the
+ * door threads' owner).
  *
  * What the door shares with the main thread, by reference (SharedArrayBuffer
  * or native id), so nothing is copied or flushed later: the batcher (a
@@ -40,6 +43,10 @@ import type { SharedBatcher } from '../native/batcher.js';
 import { batcherOf } from '../batching/version-batcher.js';
 import type { SharedInferenceStatistics } from '../repository/inference-statistics.js';
 import type { SharedVersionMetrics } from '../observability/metrics.js';
+import type { IndexBound } from '../executor/version-executor.js';
+
+/** The config parameters of the test-only faults (repository/fault-parameters.ts): such a version stays on the main thread. */
+const FAULT_PARAMETER_PREFIX = 'hotpath_fault';
 
 /** One version a door thread serves. */
 export interface DoorVersionEntry {
@@ -51,6 +58,8 @@ export interface DoorVersionEntry {
   /** The version's config (ModelConfig, binary): the door rebuilds the signature and the batching options from it. */
   readonly config: Uint8Array;
   readonly batcher: SharedBatcher;
+  /** Set for a version on the native executor: the embedding-id bounds its requests are checked against. */
+  readonly native: { readonly indexBounds: readonly IndexBound[] } | undefined;
   /** The version's SharedGate buffer. */
   readonly gate: SharedArrayBuffer;
   readonly statistics: SharedInferenceStatistics;
@@ -112,6 +121,7 @@ export function buildDoorCatalog(sources: DoorCatalogSources, generation: number
       tenant: version.tenant,
       config: toBinary(ModelConfigSchema, version.config),
       batcher: batcher.share(),
+      native: version.native === undefined ? undefined : { indexBounds: version.native.indexBounds },
       gate: gate.buffer,
       statistics: sources.shareStatistics(version),
       metrics: sources.shareMetrics(version),
@@ -127,11 +137,16 @@ export function buildDoorCatalog(sources: DoorCatalogSources, generation: number
 
 /** Why a READY version is not served by the door threads; undefined when it is. */
 function whyNotListed(version: ModelVersion, sources: DoorCatalogSources, routes: ReadonlySet<string>): string | undefined {
-  if (sources.faultInjection) return 'fault injection is on (--enable-fault-injection)';
+  if (sources.faultInjection && Object.keys(version.config.parameters).some((key) => key.startsWith(FAULT_PARAMETER_PREFIX))) {
+    return 'its config asks for test-only faults (hotpath_fault_* parameters)';
+  }
   if (routes.has(version.modelName)) return 'a route has its name';
-  if (version.native !== undefined) return 'it runs on the native executor';
   if (batcherOf(version) === undefined) return 'it has no batcher (BYTES tensors, or no native worker target)';
-  if (version.workerTarget === undefined) return 'its batches run through the main thread (no native worker target)';
+  if (version.native !== undefined) {
+    if (!version.native.active) return 'it runs on onnxruntime on CPU after a device fault: its batches run through the main thread';
+  } else if (version.workerTarget === undefined) {
+    return 'its batches run through the main thread (no native worker target)';
+  }
   if (!sources.runOnly(version)) return 'its path has a response cache, drift or archive step';
   if (sources.tenantLimited(version.tenant)) return `its tenant '${version.tenant}' has a rate or in-flight limit`;
   return undefined;

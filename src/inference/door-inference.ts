@@ -16,11 +16,14 @@
  *     thread gives the exact refusal);
  *   - a version whose gate is closed (unloading: the main thread answers as
  *     for any unloading version, or serves its successor);
+ *   - a request carrying the test-only `hotpath_fault` parameter;
  *   - a request the batcher refused as SHUTDOWN (the version stopping, or
  *     batches that no longer reach a native target) or OVER_QUOTA (the main
  *     thread words the quota per input), or a batch whose run must be
- *     repeated (a worker that died mid-batch): inference is idempotent, so
- *     the main thread runs it again, once, as it does its own.
+ *     repeated (a worker that died mid-batch, or a device fault on the
+ *     native executor, which the main thread is also told of so it moves
+ *     the version to CPU): inference is idempotent, so the main thread runs
+ *     it again, once, as it does its own.
  *
  * Ownership: one DoorInference per door thread, on that thread only. It owns
  * its attached batcher handles and lets go of those a new catalog drops.
@@ -44,6 +47,8 @@ import { status } from '@grpc/grpc-js';
 import type { DoorCatalog, DoorVersionEntry } from './door-catalog.js';
 import type { InferContext } from './infer-context.js';
 import { runBatchedRequest, type BatchedRun } from './version-run.js';
+import { indexBoundsProblem, type VersionExecutor } from '../executor/version-executor.js';
+import { FAULT_PARAMETER } from '../tensor/infer-request.js';
 
 /** The request is the main thread's to answer: the door forwards the call as received. */
 export class ForwardToMainThread extends Error {
@@ -69,7 +74,13 @@ class DoorVersion implements BatchedVersion {
       throw new ForwardToMainThread('a batch to re-run on the main thread');
     },
   };
-  readonly native = undefined;
+  /**
+   * A native-executor version's view here: never active (a batch the door
+   * would re-run on CPU goes to the main thread), and a device fault the
+   * door learns of (a batch of its own requests failed) is the main
+   * thread's to act on (the move to CPU, the probe).
+   */
+  readonly native: (Pick<VersionExecutor, 'active' | 'fallBack'>) | undefined;
   readonly workerTarget = undefined;
   readonly batcher = undefined;
   readonly gate: SharedGate;
@@ -83,7 +94,7 @@ class DoorVersion implements BatchedVersion {
   /** Set once a catalog dropped the version: called when `active` reaches 0. */
   onIdle: (() => void) | undefined;
 
-  constructor(entry: DoorVersionEntry, shard: number, logger: Logger) {
+  constructor(entry: DoorVersionEntry, shard: number, logger: Logger, onDeviceFault: DoorInferenceOptions['onDeviceFault']) {
     this.modelName = entry.model;
     this.versionLabel = entry.version;
     this.tenant = entry.tenant;
@@ -93,6 +104,20 @@ class DoorVersion implements BatchedVersion {
     this.statistics = InferenceStatistics.attach(entry.statistics, shard);
     this.metrics = entry.metrics === undefined ? undefined : attachVersionMetrics(entry.metrics, shard);
     this.batcherId = entry.batcher.id;
+    this.native =
+      entry.native === undefined
+        ? undefined
+        : {
+            active: false,
+            fallBack: (fault, detail) => {
+              logger.warn(
+                { model: entry.model, model_version: entry.version, fault, error: detail },
+                "a batch of this door thread's requests failed on the device: the main thread moves the version to CPU and runs them again",
+              );
+              onDeviceFault(entry.model, entry.version, fault, detail);
+            },
+          };
+    const bounds = entry.native?.indexBounds ?? [];
     const metrics = this.metrics;
     this.handle = VersionBatcher.attach<DoorVersion>(this, entry.batcher, {
       logger,
@@ -108,7 +133,7 @@ class DoorVersion implements BatchedVersion {
       batched: this.signature.maxBatchSize > 0,
       statistics: this.statistics,
       metrics,
-      checkIndices: undefined,
+      checkIndices: bounds.length === 0 ? undefined : (inputs) => indexBoundsProblem(bounds, inputs),
       refused: (rejection) =>
         rejection.reason === 'SHUTDOWN' || rejection.reason === 'OVER_QUOTA'
           ? new ForwardToMainThread(`the batcher refused it here (${rejection.reason})`)
@@ -127,6 +152,8 @@ export interface DoorInferenceOptions {
   readonly door: number;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
+  /** A batch of this thread's requests failed on the device: the main thread moves the version to CPU. */
+  readonly onDeviceFault: (model: string, version: string, fault: 'transient' | 'sticky', detail: string) => void;
 }
 
 export class DoorInference {
@@ -151,7 +178,7 @@ export class DoorInference {
       previous.delete(entry.batcher.id);
       if (version === undefined) {
         try {
-          version = new DoorVersion(entry, this.options.door + 1, this.options.logger);
+          version = new DoorVersion(entry, this.options.door + 1, this.options.logger, this.options.onDeviceFault);
         } catch (err) {
           // Not served here (its requests go to the main thread); the others are.
           this.options.logger.warn({ err, model: entry.model, model_version: entry.version }, 'cannot serve this version in the door thread: forwarding its requests');
@@ -187,6 +214,8 @@ export class DoorInference {
   async infer(request: ModelInferRequest, context: InferContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
     const version = request.modelVersion === '' ? this.latest.get(request.modelName) : this.byKey.get(keyOf(request.modelName, request.modelVersion));
     if (version === undefined) throw new ForwardToMainThread('not served in this door thread');
+    // Test-only faults act on one request or on the version's executor: the main thread's (--enable-fault-injection).
+    if (request.parameters[FAULT_PARAMETER] !== undefined) throw new ForwardToMainThread('a request carrying a test-only fault');
     if (!visibleTo(context.caller)(version.tenant)) throw new ForwardToMainThread('a model the caller may not see');
     if (!version.gate.enter(this.options.door)) throw new ForwardToMainThread('the version is unloading');
     const started = performance.now();

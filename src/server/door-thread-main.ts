@@ -124,6 +124,7 @@ const served = new DoorInference({
   door: settings.index,
   logger: logger.child({ component: 'door-inference' }),
   accessLog: new AccessLog(logger, settings.accessLogSampleRate),
+  onDeviceFault: (model, version, fault, detail) => post({ type: 'device-fault', model, version, fault, detail }),
 });
 
 /**

@@ -93,5 +93,7 @@ export type FromDoorMessage =
   | { readonly type: 'log'; readonly line: string }
   /** Every call the door had open finished (after 'drain'). */
   | { readonly type: 'drained' }
+  /** A batch of the door's requests on `model` `version` failed on the device: the main thread moves the version to CPU. */
+  | { readonly type: 'device-fault'; readonly model: string; readonly version: string; readonly fault: 'transient' | 'sticky'; readonly detail: string }
   /** Catalog `generation` is the one served from now on; `served`: the versions it lists that this thread serves. */
   | { readonly type: 'catalog-taken'; readonly generation: number; readonly served: number };

@@ -55,6 +55,8 @@ export interface DoorThreadHooks {
   readonly catalog?: (doors: number) => DoorCatalog;
   /** Door thread `index` exited: requests it had inside a version's gate will never leave. */
   readonly onExit?: (index: number) => void;
+  /** A door's batch failed on the device (native executor): the version moves to CPU. */
+  readonly onDeviceFault?: (model: string, version: string, fault: 'transient' | 'sticky', detail: string) => void;
 }
 
 /** One door thread's figures, read at scrape time. */
@@ -235,6 +237,9 @@ export class FrontDoorThreads {
           if (catalogOf !== undefined && !this.stopping) this.post(slot, { type: 'catalog', catalog: catalogOf(this.count) });
           return;
         }
+        case 'device-fault':
+          this.hooks.onDeviceFault?.(message.model, message.version, message.fault, message.detail);
+          return;
         case 'catalog-taken':
           slot.catalogGeneration = Math.max(slot.catalogGeneration, message.generation);
           return;

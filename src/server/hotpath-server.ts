@@ -156,6 +156,10 @@ export class HotpathServer {
       onDoorExit: (index) => {
         for (const version of this.models.versions()) version.forgetDoor(index);
       },
+      // As the main thread's own batches do (version-batcher.ts): the version moves to CPU, and the catalog drops it.
+      onDoorDeviceFault: (model, label, fault, detail) => {
+        this.models.versions(model).find((version) => version.versionLabel === label)?.native?.fallBack(fault, detail);
+      },
     });
     this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);
   }

@@ -97,6 +97,8 @@ export interface DoorParts {
   readonly doorCatalog?: (doors: number) => DoorCatalog;
   /** Door thread `index` exited (its requests inside the versions' gates no longer count). */
   readonly onDoorExit?: (index: number) => void;
+  /** A door thread's batch failed on the device: the version moves to CPU (VersionExecutor.fallBack). */
+  readonly onDoorDeviceFault?: (model: string, version: string, fault: 'transient' | 'sticky', detail: string) => void;
 }
 
 export class ServerDoors {
@@ -302,6 +304,7 @@ export class ServerDoors {
     const threads = new FrontDoorThreads(count, settingsOf, this.options.logger, {
       catalog: this.parts.doorCatalog,
       onExit: this.parts.onDoorExit,
+      onDeviceFault: this.parts.onDoorDeviceFault,
     });
     const acceptor = new DoorAcceptor(this.connectionGate, threads.handOff, this.options.logger);
     this.doorThreads = { threads, acceptor, internal, dir };
