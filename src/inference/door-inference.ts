@@ -158,6 +158,8 @@ export interface DoorInferenceOptions {
 
 export class DoorInference {
   private byKey = new Map<string, DoorVersion>();
+  /** Versions a catalog dropped whose handle waits for this thread's requests on them, by batcher id. */
+  private readonly releasing = new Map<number, DoorVersion>();
   private latest = new Map<string, DoorVersion>();
   private generation = -1;
 
@@ -174,8 +176,11 @@ export class DoorInference {
     const previous = new Map([...this.byKey.values()].map((version) => [version.batcherId, version]));
     const byKey = new Map<string, DoorVersion>();
     for (const entry of catalog.versions) {
-      let version = previous.get(entry.batcher.id);
+      // Listed before, or dropped by an earlier catalog and not let go of yet (its requests still running
+      // here): the same handle serves on (this thread may hold one handle per batcher).
+      let version = previous.get(entry.batcher.id) ?? this.releasing.get(entry.batcher.id);
       previous.delete(entry.batcher.id);
+      if (version !== undefined) this.releasing.delete(entry.batcher.id);
       if (version === undefined) {
         try {
           version = new DoorVersion(entry, this.options.door + 1, this.options.logger, this.options.onDeviceFault);
@@ -247,7 +252,12 @@ export class DoorInference {
 
   /** Lets go of a dropped version's batcher once this thread's requests on it are answered (stop() would fail them). */
   private async release(version: DoorVersion): Promise<void> {
+    this.releasing.set(version.batcherId, version);
     if (version.active > 0) await new Promise<void>((resolve) => (version.onIdle = resolve));
+    version.onIdle = undefined;
+    // Listed again meanwhile (update took it back): it serves on.
+    if (this.releasing.get(version.batcherId) !== version) return;
+    this.releasing.delete(version.batcherId);
     try {
       await version.handle.stop();
     } catch (err) {

@@ -31,6 +31,7 @@ import { pipeline, type Readable, type Writable } from 'node:stream';
 import {
   Client,
   credentials,
+  type Deadline,
   Metadata,
   status,
   type MethodDefinition,
@@ -47,6 +48,9 @@ import { unavailable } from '../common/serving-error.js';
 import type { RpcName } from '../security/restricted-api.js';
 import type { HttpAdmission } from './http/http-admission.js';
 import { sendError } from './http/http-reply.js';
+
+/** GRPCInferenceService's ModelInfer (grpc-service-definition.ts's path form). */
+const MODEL_INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
 
 /** Bytes in, bytes out: the door never decodes a message. */
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -100,6 +104,23 @@ export class GrpcForwarding {
 
   close(): void {
     this.client.close();
+  }
+
+  /**
+   * One ModelInfer on the main thread, for a request a door stream read but
+   * hands back (ForwardToMainThread): its answer bytes, or the main
+   * thread's error (a ServiceError with its status and message). Sent with
+   * the stream's metadata (its key, x-request-id: the main thread admits it
+   * again) and deadline.
+   */
+  inferOnMain(request: Uint8Array, metadata: Metadata, peer: string, deadline: Deadline): Promise<Buffer> {
+    const bytes = Buffer.from(request.buffer, request.byteOffset, request.byteLength);
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(MODEL_INFER_PATH, identity, identity, bytes, forwardedMetadata(metadata, peer), { deadline }, (err, answer) => {
+        if (err !== null || answer === undefined) reject(err ?? new Error('the main thread sent no answer'));
+        else resolve(answer);
+      });
+    });
   }
 
   private unary(path: string) {

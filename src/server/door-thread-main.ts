@@ -10,10 +10,11 @@
  * it gets on the main thread: TLS (the same certificate files, reloaded on
  * SIGHUP), the gRPC connection options, the HTTP timeouts, the header
  * timeout, the idle-stream frame filter, the body-idle watch and the
- * admission from headers. ModelInfer calls for the versions the main
- * thread's door catalog lists are served here (inference/door-inference.ts);
- * every other admitted call is forwarded to the main thread
- * (server/door-forwarding.ts), bytes as received.
+ * admission from headers. ModelInfer calls and ModelStreamInfer requests for
+ * the versions the main thread's door catalog lists are served here
+ * (inference/door-inference.ts); every other admitted call is forwarded to
+ * the main thread (server/door-forwarding.ts), bytes as received (a stream's
+ * request the door does not serve goes as one ModelInfer).
  *
  * Connection caps are counted once, by the acceptor on the main thread: each
  * connection's close is posted back so its slot is freed.
@@ -31,13 +32,21 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import pino from 'pino';
-import { fromBinary } from '@bufbuild/protobuf';
-import { GRPCInferenceService, ModelInferRequestSchema, type ModelInferRequest, type ModelInferResponse } from '../generated/grpc_service_pb.js';
-import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
-import { toServiceError } from '../common/serving-error.js';
+import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import {
+  GRPCInferenceService,
+  ModelInferRequestSchema,
+  ModelInferResponseSchema,
+  type ModelInferRequest,
+  type ModelInferResponse,
+  type ModelStreamInferResponse,
+} from '../generated/grpc_service_pb.js';
+import { status, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import { ServingError, toServiceError } from '../common/serving-error.js';
 import { AccessLog } from '../observability/access-log.js';
 import { DoorInference, ForwardToMainThread } from '../inference/door-inference.js';
-import type { InferContext } from '../inference/infer-context.js';
+import type { InferContext, InferencePath } from '../inference/infer-context.js';
+import { serveModelStream } from './handlers/model-stream-infer.js';
 import { contextOf } from './handlers/infer-handlers.js';
 import { prescanInferRequest } from './infer-request-prescan.js';
 import { trailersFor } from './request-context.js';
@@ -86,11 +95,13 @@ function grpcDoor(forwardPath: string, tls: ServerTls | undefined) {
     ],
   });
   const forwarding = new GrpcForwarding(forwardPath, settings.maxMessageBytes);
-  const typed = serviceDefinitionFor(GRPCInferenceService);
-  const inference = passThroughDefinition(typed);
+  // Typed as the main thread's (the same prescan guard): ModelStreamInfer's messages are decoded here.
+  const typed = serviceDefinitionFor(GRPCInferenceService, { guards: new Map([[ModelInferRequestSchema.typeName, prescanInferRequest]]) });
+  const inference = { ...passThroughDefinition(typed), ModelStreamInfer: typed.ModelStreamInfer! };
   admission.register(inference);
   const handlers = forwarding.handlers(inference);
   handlers.ModelInfer = servedHere(handlers.ModelInfer as ForwardedUnary, typed.ModelInfer!.responseSerialize);
+  handlers.ModelStreamInfer = streamedHere(forwarding);
   server.addService(inference, handlers);
   const health = passThroughDefinition(healthService);
   admission.register(health, (method) => `Health${method}`);
@@ -162,6 +173,60 @@ function servedHere(forward: ForwardedUnary, serialize: (response: ModelInferRes
         callback({ ...toServiceError(err), metadata: trailersFor(context) });
       },
     );
+  };
+}
+
+/** Called when the drain begins: open ModelStreamInfer streams answer what they admitted and end. */
+const stopListeners = new Set<() => void>();
+
+/**
+ * ModelStreamInfer served here (model-stream-infer.ts's pacing and answers,
+ * as on the main thread): each request is served by the door when its
+ * version is in the catalog, otherwise (or when the door hands it back)
+ * sent to the main thread as one ModelInfer with the stream's metadata and
+ * deadline, its answer or error put on the stream in its place.
+ */
+function streamedHere(forwarding: GrpcForwarding) {
+  return (stream: ServerDuplexStream<ModelInferRequest, ModelStreamInferResponse>) => {
+    let context: InferContext;
+    try {
+      context = contextOf(stream);
+    } catch (err) {
+      stream.emit('error', toServiceError(err));
+      return;
+    }
+    const path: InferencePath = {
+      infer: async (request, requestContext, method) => {
+        try {
+          const answer = await served.infer(request, requestContext, method);
+          counts[DOOR_COUNTERS.servedInDoor]! += 1;
+          return answer;
+        } catch (err) {
+          if (!(err instanceof ForwardToMainThread)) {
+            counts[DOOR_COUNTERS.servedInDoor]! += 1;
+            throw err;
+          }
+        }
+        counts[DOOR_COUNTERS.forwarded]! += 1;
+        let bytes: Buffer;
+        try {
+          bytes = await forwarding.inferOnMain(toBinary(ModelInferRequestSchema, request), stream.metadata, stream.getPeer(), stream.getDeadline());
+        } catch (err) {
+          // The main thread's answer to this request: its status and message, as one thread gives them.
+          const failure = err as Partial<ServiceError>;
+          throw new ServingError(failure.code ?? status.UNAVAILABLE, failure.details ?? 'the front door could not reach the server thread');
+        }
+        return fromBinary(ModelInferResponseSchema, bytes);
+      },
+      get isAccepting() {
+        return !draining;
+      },
+      onStopAccepting(listener) {
+        stopListeners.add(listener);
+        return () => stopListeners.delete(listener);
+      },
+    };
+    serveModelStream(stream, path, context);
   };
 }
 
@@ -284,6 +349,7 @@ port.on('message', (message: ToDoorMessage) => {
       return;
     case 'drain':
       draining = true;
+      for (const listener of [...stopListeners]) listener();
       void Promise.all([doors.grpc?.drained(), doors.http?.drained()]).then(() => {
         doors.grpc?.close();
         doors.http?.close();

@@ -165,5 +165,7 @@ describe('--front-door-threads 2 with the native executor', () => {
       await Promise.all(connections.map((client, i) => client.call('ModelInfer', ctrRequest(features(1, 900 + i)))));
       return doorAnswers(await scrape(server.metricsPort)) - before === connections.length;
     }, 'the doors serving ctr_native again');
+    // Dropped from the catalog while on CPU and listed again: each door took its handle back (one per batcher and thread).
+    expect(server.logs.filter((line) => line['msg'] === 'cannot serve this version in the door thread: forwarding its requests')).toEqual([]);
   });
 });

@@ -5,7 +5,8 @@
  * issue 20 asks of two threads:
  *   - both threads took connections and answered ModelInfer themselves
  *     (hotpath_door_model_infer_total{answered_by="door"}), with the right
- *     answers;
+ *     answers; a ModelStreamInfer stream too, its requests the door does not
+ *     serve answered by the main thread in their place;
  *   - ModelStatistics and the metrics equal the requests sent, exactly, at the
  *     moment of the call (shared counters, no flush);
  *   - a tenant's in-flight limit holds exactly across threads (its model is
@@ -162,6 +163,38 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     expect(Number(after.inference_stats.fail.count) - Number(before.inference_stats.fail.count)).toBe(1);
   });
 
+  it('serves ModelStreamInfer in the doors, and hands a stream request it does not serve to the main thread in its place', async () => {
+    const client = ownConnection();
+    await untilServedInDoors([client, ownConnection()], 'echo');
+    const before = await scrape(server.metricsPort);
+    const cachedBefore = await statsOf(client, 'cached');
+    const stream = client.stream();
+    const answers = new Map<string, Message>();
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on('data', (answer: Message) => answers.set(answer['infer_response']['id'], answer));
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    for (let i = 0; i < 6; i += 1) stream.write(infer('echo', [i, 10 + i], { id: `e${i}` }));
+    // Not served in a door: the cache is the main thread's (a forward in place), and an unknown model (its error).
+    stream.write(infer('cached', [9, 9], { id: 'c' }));
+    stream.write(infer('nope', [1], { id: 'n' }));
+    stream.end();
+    await done;
+    for (let i = 0; i < 6; i += 1) {
+      expect(answers.get(`e${i}`)!['error_message']).toBe('');
+      expect([...readF32(answers.get(`e${i}`)!['infer_response']['raw_output_contents'][0])]).toEqual([i, 10 + i]);
+    }
+    expect([...readF32(answers.get('c')!['infer_response']['raw_output_contents'][0])]).toEqual([9, 9]);
+    expect(answers.get('n')!['error_message']).toMatch(/model 'nope' is not found/);
+    const after = await scrape(server.metricsPort);
+    const delta = (by: 'door' | 'main') => answeredBy(after, 0, by) + answeredBy(after, 1, by) - answeredBy(before, 0, by) - answeredBy(before, 1, by);
+    expect(delta('door')).toBe(6);
+    expect(delta('main')).toBe(2);
+    const cachedAfter = await statsOf(client, 'cached');
+    expect(Number(cachedAfter.inference_stats.success.count) - Number(cachedBefore.inference_stats.success.count)).toBe(1);
+  });
+
   it("holds a tenant's in-flight limit exactly across both threads", async () => {
     // Two connections, one per thread; four requests that wait in the batcher for up to 400 ms.
     const a = ownConnection();
@@ -184,15 +217,17 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     await a.call('ServerLive', {});
     const b = ownConnection();
     await b.call('ServerLive', {});
+    const before = await statsOf(a, 'cached');
     const request = infer('cached', [4, 5, 6]);
     const first = await a.call('ModelInfer', request);
     const second = await b.call('ModelInfer', request);
     expect([...readF32(first['raw_output_contents'][0])]).toEqual([4, 5, 6]);
     expect([...readF32(second['raw_output_contents'][0])]).toEqual([4, 5, 6]);
-    const stats = await statsOf(a, 'cached');
-    expect(stats.inference_stats.cache_miss.count).toBe('1');
-    expect(stats.inference_stats.cache_hit.count).toBe('1');
-    expect(stats.inference_stats.success.count).toBe('2');
+    const after = await statsOf(a, 'cached');
+    const delta = (read: (stats: Message) => string) => Number(read(after)) - Number(read(before));
+    expect(delta((stats) => stats.inference_stats.cache_miss.count)).toBe(1);
+    expect(delta((stats) => stats.inference_stats.cache_hit.count)).toBe(1);
+    expect(delta((stats) => stats.inference_stats.success.count)).toBe(2);
   });
 
   it('fails no request while the model reloads under load, and serves the new version in the doors after', async () => {
