@@ -38,6 +38,15 @@ export interface ThreadsPoint {
   readonly server_successes?: number;
   readonly uncounted?: number;
   readonly mean_batch?: number | null;
+  /**
+   * hotpath throughput runs only: the server process's CPU (every thread:
+   * main, door threads, batcher, workers; /proc utime + stime) over the run,
+   * per request it counted (server_successes). Where the load generator
+   * shares the cores, req/s cannot show whether door threads would scale with
+   * spare cores; CPU per request can: flat from 1 to T threads means T
+   * threads do T times the work of 1 when T cores are free.
+   */
+  readonly server_cpu_us_per_request?: number | null;
   readonly command: string;
 }
 
@@ -53,6 +62,8 @@ export interface ThreadsBest {
   /** The same for the c1_batched runs (hotpath; null for the echo). */
   readonly c1_batched_mean_ms: number | null;
   readonly c1_batched_p50_ms: number | null;
+  /** Lowest server CPU per request of the throughput runs (hotpath; null for the echo). */
+  readonly cpu_us_per_request: number | null;
 }
 
 /**
@@ -113,6 +124,7 @@ function bestOf(points: readonly ThreadsPoint[], contender: ThreadsContender, th
     c1_p50_ms: lowest(c1.map((p) => p.p50_ms)),
     c1_batched_mean_ms: lowest(batched.map((p) => p.mean_ms)),
     c1_batched_p50_ms: lowest(batched.map((p) => p.p50_ms)),
+    cpu_us_per_request: lowest(mine.filter((p) => p.probe === 'throughput').map((p) => p.server_cpu_us_per_request)),
   };
 }
 
@@ -130,7 +142,9 @@ export function threadsFigures(points: readonly ThreadsPoint[], threads: readonl
     figures[`ctr_t${t}_rps`] = ctr.requests_per_s;
     figures[`echo_t${t}_rps`] = echo.requests_per_s;
     figures[`ctr_t${t}_vs_echo_t1`] = ratio(ctr.requests_per_s, echo1.requests_per_s);
+    figures[`ctr_t${t}_cpu_us_per_request`] = ctr.cpu_us_per_request;
     if (t === 1) continue;
+    figures[`ctr_cpu_per_request_t${t}_vs_t1`] = ratio(ctr.cpu_us_per_request, ctr1.cpu_us_per_request);
     figures[`ctr_t${t}_vs_t1`] = ratio(ctr.requests_per_s, ctr1.requests_per_s);
     figures[`echo_t${t}_vs_t1`] = ratio(echo.requests_per_s, echo1.requests_per_s);
     figures[`ctr_t${t}_vs_echo_t${t}`] = ratio(ctr.requests_per_s, echo.requests_per_s);

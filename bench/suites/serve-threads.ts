@@ -86,7 +86,21 @@ interface Measure {
   readonly probes: readonly { readonly probe: ThreadsProbe; readonly model: string; readonly body: Buffer }[];
   /** hotpath: ModelStatistics is read around each run (the echo counts nothing). */
   readonly statistics?: ReturnType<typeof connect>;
+  /** hotpath: the server's pid, whose CPU the throughput run reads (/proc). */
+  readonly pid?: number;
 }
+
+/** A process's CPU so far, all its threads (utime + stime of /proc/PID/stat), µs. */
+function processCpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command (which may hold spaces, so split after its closing parenthesis): utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1e6) / CLOCK_TICKS_PER_S;
+}
+
+/** USER_HZ, the unit of /proc's CPU times: 100 on every Linux ABI Node runs on. */
+const CLOCK_TICKS_PER_S = 100;
 
 function h2loadThreads(): number {
   const raw = process.env['HOTPATH_BENCH_H2LOAD_THREADS'];
@@ -107,14 +121,20 @@ async function measureContender(context: SuiteContext, plan: Plan, m: Measure): 
     const load = probe === 'throughput' ? loaded : C1;
     const latency = probe !== 'throughput';
     const before = m.statistics === undefined ? undefined : await modelStatistics(m.statistics, model);
+    const cpuBefore = m.pid === undefined || probe !== 'throughput' ? undefined : processCpuUs(m.pid);
     const result = await run(body, load, plan.warmupS, plan.durationS, latency);
+    const cpuUs = cpuBefore === undefined ? undefined : processCpuUs(m.pid!) - cpuBefore;
     const after = m.statistics === undefined ? undefined : await modelStatistics(m.statistics, model);
+    const counted = before !== undefined && after !== undefined ? countedRun(before, after, result.total) : undefined;
     const point: ThreadsPoint = {
       contender: m.contender, threads: m.threads, round: m.round, probe, model, load: `-c ${load.connections} -m ${load.streams}`,
       requests_per_s: result.requests_per_s, h2load_total: result.total, h2load_failed: result.failed + result.errored,
       mean_ms: latency ? result.latency?.mean_ms ?? null : result.mean_ms,
       ...(latency && result.latency !== undefined ? { p50_ms: result.latency.p50_ms, p99_ms: result.latency.p99_ms } : {}),
-      ...(before !== undefined && after !== undefined ? countedRun(before, after, result.total) : {}),
+      ...(counted ?? {}),
+      ...(cpuUs !== undefined && counted !== undefined
+        ? { server_cpu_us_per_request: counted.server_successes > 0 ? Math.round((cpuUs / counted.server_successes) * 10) / 10 : null }
+        : {}),
       command: result.command.replace(/\S*body\.bin/, 'BODY').replace(/:\d+\//, ':PORT/'),
     };
     context.log(`serve --threads: round ${m.round} ${label(point)}: ${describePoint(point)}`);
@@ -146,7 +166,7 @@ async function hotpathRun(context: SuiteContext, plan: Plan, repository: string,
     checkInferResponse(answer, CTR_SHAPE);
     checkInferResponse(await oneAnswer(server.address, bodies.unbatched), UNBATCHED_SHAPE);
     const points = await measureContender(context, plan, {
-      contender: 'hotpath', threads, round, address: server.address, statistics: client,
+      contender: 'hotpath', threads, round, address: server.address, statistics: client, pid: server.pid,
       probes: [
         { probe: 'throughput', model: CTR_SHAPE.model, body: bodies.ctr },
         { probe: 'c1', model: UNBATCHED, body: bodies.unbatched },
@@ -226,6 +246,7 @@ export async function runThreadsSweep(context: SuiteContext, threads: readonly n
     const hot = result.best.find((b) => b.contender === 'hotpath' && b.threads === t)!;
     const echo = result.best.find((b) => b.contender === 'echo' && b.threads === t)!;
     table.push([`best t${t}`, `ctr_mlp ${hot.requests_per_s ?? '–'} req/s` + (t === 1 ? '' : ` (${f(`ctr_t${t}_vs_t1`)} x t1)`) +
+      `, server CPU ${hot.cpu_us_per_request ?? '–'} µs/request` + (t === 1 ? '' : ` (${f(`ctr_cpu_per_request_t${t}_vs_t1`)} x t1)`) +
       `, ${f(`ctr_t${t}_vs_echo_t1`)} x echo t1; echo ${echo.requests_per_s ?? '–'} req/s` + (t === 1 ? '' : ` (${f(`echo_t${t}_vs_t1`)} x t1)`) +
       `; c1 mean / p50: ${UNBATCHED} ${hot.c1_mean_ms ?? '–'} / ${hot.c1_p50_ms ?? '–'} ms, ctr_mlp ${hot.c1_batched_mean_ms ?? '–'} / ${hot.c1_batched_p50_ms ?? '–'} ms, ` +
       `echo ${echo.c1_mean_ms ?? '–'} / ${echo.c1_p50_ms ?? '–'} ms`]);
