@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { AccessLog } from '../../src/observability/access-log.js';
 import { EventEmitter } from 'node:events';
-import { parseTraceparent, requestContextFrom, watchCancellation } from '../../src/server/request-context.js';
+import { parseTraceparent, requestContextFrom, trailersFor, watchCancellation } from '../../src/server/request-context.js';
 
 describe('request context', () => {
   it('takes x-request-id and the W3C trace id', () => {
@@ -20,6 +20,24 @@ describe('request context', () => {
     const context = requestContextFrom(metadata);
     expect(context.requestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(context.traceId).toBeUndefined();
+  });
+
+  it("ends calls with trailers that hold the request id as Metadata.set would, given or generated", () => {
+    for (const given of ['abc-123', undefined]) {
+      const metadata = new Metadata();
+      if (given !== undefined) metadata.set('x-request-id', given);
+      const context = requestContextFrom(metadata);
+      const trailers = trailersFor(context);
+      const checked = new Metadata();
+      checked.set('x-request-id', context.requestId);
+      expect(trailers).toBeInstanceOf(Metadata);
+      expect(trailers.toHttp2Headers()).toEqual(checked.toHttp2Headers());
+      expect(trailers.get('X-Request-Id')).toEqual([context.requestId]);
+      // grpc-js copies and merges trailers: both go through Metadata's own methods.
+      const merged = trailers.clone();
+      merged.merge(checked);
+      expect(merged.getMap()).toEqual({ 'x-request-id': context.requestId });
+    }
   });
 
   it('refuses malformed traceparents', () => {
