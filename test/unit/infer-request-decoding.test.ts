@@ -36,7 +36,7 @@ function randomRequest(random: () => number): ModelInferRequest {
     id: text(40),
     inputs,
     outputs: Array.from({ length: int(3) }, () => ({ name: text(16) })),
-    rawInputContents: inputs.map(() => Uint8Array.from({ length: [0, 1, 127, 128, 300, 16_384][int(6)]! }, () => int(256))),
+    rawInputContents: inputs.map(() => Uint8Array.from({ length: [0, 1, 127, 128, 300, 2_000][int(6)]! }, () => int(256))),
   });
 }
 

@@ -42,13 +42,13 @@ function randomAnswer(random: () => number): ModelInferResponse {
     parameters: {},
     outputs,
     // Sizes either side of the one- and two-byte varint lengths, and a large one.
-    rawOutputContents: outputs.map(() => Uint8Array.from({ length: [0, 1, 127, 128, 300, 16_384, 70_000][int(7)]! }, () => int(256))),
+    rawOutputContents: outputs.map(() => Uint8Array.from({ length: [0, 1, 127, 128, 300, 16_384, 20_000][int(7)]! }, () => int(256))),
   };
 }
 
 describe('the inference answer encoder', () => {
-  it('writes the bytes toBinary writes, for random answers (every varint length, non-ASCII text, empty fields)', () => {
-    for (let seed = 1; seed <= 500; seed += 1) {
+  it('writes the bytes toBinary writes, for 300 random answers (every varint length, non-ASCII text, empty fields)', () => {
+    for (let seed = 1; seed <= 300; seed += 1) {
       const answer = randomAnswer(generator(seed));
       const bytes = encodeModelInferResponse(answer);
       expect(Buffer.compare(bytes, Buffer.from(toBinary(ModelInferResponseSchema, answer))), `seed ${seed}`).toBe(0);
