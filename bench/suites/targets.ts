@@ -54,13 +54,26 @@ interface Plan {
   readonly durationS: number;
   /** Unmeasured h2load load on each hotpath model before the rounds (JIT, batch sizes). */
   readonly serverWarmupS: number;
+  /**
+   * Then unmeasured `-c 1 -m 1` load on ctr_mlp_nb and on its echo, before the
+   * rounds. Why: one stream runs code 64 streams barely do (one call at a
+   * time: the stream's open, end and close paths on every request, the
+   * batcher's idle path), so V8 was still optimizing it seconds into the
+   * one-stream points. Measured (2 cores, loaded, `node --trace-opt
+   * --trace-deopt`, 2 s windows of one stream after 3 s at 64): 39
+   * functions optimized and 3 deopts in the first window, then 8, 2 and 3,
+   * then next to none after 8 s; the points' own 1 s h2load warm-up did not
+   * cover it, so a one-stream figure measured the JIT as well as the path.
+   * The echo gets the same, so the overhead ratio compares two warm servers.
+   */
+  readonly c1WarmupS: number;
   readonly rawBatches: readonly number[];
   readonly rawDurationMs: number;
 }
 
 const PLANS: Readonly<Record<'quick' | 'full', Plan>> = {
-  quick: { rounds: 2, warmupS: 0.5, durationS: 2, serverWarmupS: 2, rawBatches: [1, 32, 64, 128], rawDurationMs: 400 },
-  full: { rounds: 2, warmupS: 1, durationS: 5, serverWarmupS: 3, rawBatches: [1, 8, 32, 64, 128], rawDurationMs: 1500 },
+  quick: { rounds: 2, warmupS: 0.5, durationS: 2, serverWarmupS: 2, c1WarmupS: 4, rawBatches: [1, 32, 64, 128], rawDurationMs: 400 },
+  full: { rounds: 2, warmupS: 1, durationS: 5, serverWarmupS: 3, c1WarmupS: 10, rawBatches: [1, 8, 32, 64, 128], rawDurationMs: 1500 },
 };
 
 interface Load {
@@ -205,6 +218,8 @@ async function run(context: SuiteContext): Promise<SuiteReport> {
     for (const [request, model] of [[ctrBody, CTR_SHAPE.model], [rankerBody, RANKER_SHAPE.model], [nbBody, UNBATCHED]] as const) {
       await measure(`warm-${model}`, 0, server.address, request, C64, undefined, 0, plan.serverWarmupS);
     }
+    await measure(`warm-c1-${UNBATCHED}`, 0, server.address, nbBody, C1, undefined, 0, plan.c1WarmupS);
+    await measure('warm-c1-echo-ctr_mlp', 0, echoCtr, ctrBody, C1, undefined, 0, plan.c1WarmupS);
     const schedule: [string, string, Buffer, Load, string?][] = [
       ['echo-ctr_mlp', echoCtr, ctrBody, C64],
       ['hotpath-ctr_mlp', server.address, ctrBody, C64, CTR_SHAPE.model],

@@ -12,9 +12,16 @@
  * the door's admission interceptor (admission.ts) answers it with its own
  * status before any handler sees it; on a request stream the handler answers
  * it as that request's error.
+ *
+ * Inference requests and answers have a decoder and encoders of their own
+ * (infer-request-decoding.ts, infer-response-encoding.ts), chosen here once
+ * per method, not per message.
  */
 import { fromBinary, toBinary, type DescMessage, type DescService } from '@bufbuild/protobuf';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
+import { ModelInferRequestSchema, ModelInferResponseSchema, ModelStreamInferResponseSchema } from '../generated/grpc_service_pb.js';
+import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoding.js';
+import { decodeModelInferRequest } from './infer-request-decoding.js';
 
 /** A check of a request's bytes before decoding; throws (a ServingError) to refuse them. */
 export type MessageGuard = (bytes: Uint8Array) => void;
@@ -46,7 +53,15 @@ export function serviceDefinitionFor(service: DescService, options: ServiceDefin
   return definition;
 }
 
+/** Message types with an encoder of their own, by type name. */
+const ENCODERS: ReadonlyMap<string, (message: never) => Buffer> = new Map<string, (message: never) => Buffer>([
+  [ModelInferResponseSchema.typeName, encodeModelInferResponse],
+  [ModelStreamInferResponseSchema.typeName, encodeModelStreamInferResponse],
+]);
+
 function serializer(schema: DescMessage): (message: unknown) => Buffer {
+  const encoder = ENCODERS.get(schema.typeName);
+  if (encoder !== undefined) return encoder as (message: unknown) => Buffer;
   return (message) => {
     const bytes = toBinary(schema, message as never);
     // Wrap, don't copy: toBinary's result is ours alone.
@@ -54,14 +69,20 @@ function serializer(schema: DescMessage): (message: unknown) => Buffer {
   };
 }
 
+/** Message types with a decoder of their own, by type name. */
+const DECODERS: ReadonlyMap<string, (bytes: Buffer) => unknown> = new Map<string, (bytes: Buffer) => unknown>([
+  [ModelInferRequestSchema.typeName, decodeModelInferRequest],
+]);
+
 function deserializer(schema: DescMessage, guard: MessageGuard | undefined): (bytes: Buffer) => unknown {
-  if (guard === undefined) return (bytes) => fromBinary(schema, bytes);
+  const decode = DECODERS.get(schema.typeName) ?? ((bytes: Buffer) => fromBinary(schema, bytes));
+  if (guard === undefined) return decode;
   return (bytes) => {
     try {
       guard(bytes);
     } catch (refusal) {
       return new UndecodedMessage(refusal);
     }
-    return fromBinary(schema, bytes);
+    return decode(bytes);
   };
 }

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { AccessLog } from '../../src/observability/access-log.js';
 import { EventEmitter } from 'node:events';
-import { parseTraceparent, requestContextFrom, watchCancellation } from '../../src/server/request-context.js';
+import { generatedRequestId, parseTraceparent, requestContextFrom, trailersFor, watchCancellation } from '../../src/server/request-context.js';
 
 describe('request context', () => {
   it('takes x-request-id and the W3C trace id', () => {
@@ -20,6 +20,33 @@ describe('request context', () => {
     const context = requestContextFrom(metadata);
     expect(context.requestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(context.traceId).toBeUndefined();
+  });
+
+  it('generates distinct version-8 UUIDs: a random part fixed per thread, then a counter', () => {
+    const ids = Array.from({ length: 5000 }, generatedRequestId);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(new Set(ids.map((id) => id.slice(0, 24))).size).toBe(1);
+    const counters = ids.map((id) => Number.parseInt(id.slice(24), 16));
+    expect(counters.every((counter, i) => i === 0 || counter === counters[i - 1]! + 1)).toBe(true);
+  });
+
+  it("ends calls with trailers that hold the request id as Metadata.set would, given or generated", () => {
+    for (const given of ['abc-123', undefined]) {
+      const metadata = new Metadata();
+      if (given !== undefined) metadata.set('x-request-id', given);
+      const context = requestContextFrom(metadata);
+      const trailers = trailersFor(context);
+      const checked = new Metadata();
+      checked.set('x-request-id', context.requestId);
+      expect(trailers).toBeInstanceOf(Metadata);
+      expect(trailers.toHttp2Headers()).toEqual(checked.toHttp2Headers());
+      expect(trailers.get('X-Request-Id')).toEqual([context.requestId]);
+      // grpc-js copies and merges trailers: both go through Metadata's own methods.
+      const merged = trailers.clone();
+      merged.merge(checked);
+      expect(merged.getMap()).toEqual({ 'x-request-id': context.requestId });
+    }
   });
 
   it('refuses malformed traceparents', () => {

@@ -81,7 +81,9 @@ export function serveModelStream(
       request instanceof UndecodedMessage
         ? Promise.resolve(create(ModelStreamInferResponseSchema, { errorMessage: toServiceError(request.refusal).details }))
         : runner.infer(request, context, 'ModelStreamInfer').then(
-            (inferResponse) => create(ModelStreamInferResponseSchema, { inferResponse }),
+            // A literal, every field given, rather than `create`, which walks the schema per call
+            // (as infer-response.ts does for the answer itself); errors keep `create` for its defaults.
+            (inferResponse): ModelStreamInferResponse => ({ $typeName: 'inference.ModelStreamInferResponse', errorMessage: '', inferResponse }),
             (err: unknown) =>
               create(ModelStreamInferResponseSchema, {
                 errorMessage: toServiceError(err).details,
