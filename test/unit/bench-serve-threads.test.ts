@@ -91,14 +91,14 @@ describe('threads sweep figures', () => {
     ...fields,
   });
   const points: ThreadsPoint[] = [
-    point({ contender: 'hotpath', threads: 1, round: 1, probe: 'throughput', requests_per_s: 9000 }),
-    point({ contender: 'hotpath', threads: 1, round: 2, probe: 'throughput', requests_per_s: 10_000 }),
+    point({ contender: 'hotpath', threads: 1, round: 1, probe: 'throughput', requests_per_s: 9000, server_cpu_us_per_request: 110 }),
+    point({ contender: 'hotpath', threads: 1, round: 2, probe: 'throughput', requests_per_s: 10_000, server_cpu_us_per_request: 100 }),
     point({ contender: 'hotpath', threads: 1, round: 1, probe: 'c1', requests_per_s: 5000, mean_ms: 0.2, p50_ms: 0.18 }),
     point({ contender: 'hotpath', threads: 1, round: 2, probe: 'c1', requests_per_s: 4000, mean_ms: 0.25, p50_ms: 0.17 }),
     point({ contender: 'hotpath', threads: 1, round: 1, probe: 'c1_batched', mean_ms: 0.4, p50_ms: 0.38 }),
     point({ contender: 'echo', threads: 1, round: 1, probe: 'throughput', requests_per_s: 25_000 }),
     point({ contender: 'echo', threads: 1, round: 1, probe: 'c1', mean_ms: 0.1, p50_ms: 0.09 }),
-    point({ contender: 'hotpath', threads: 2, round: 1, probe: 'throughput', requests_per_s: 14_000 }),
+    point({ contender: 'hotpath', threads: 2, round: 1, probe: 'throughput', requests_per_s: 14_000, server_cpu_us_per_request: 115 }),
     point({ contender: 'hotpath', threads: 2, round: 1, probe: 'c1', mean_ms: 0.21, p50_ms: 0.2 }),
     point({ contender: 'hotpath', threads: 2, round: 1, probe: 'c1_batched', mean_ms: 0.5, p50_ms: 0.38 }),
     point({ contender: 'echo', threads: 2, round: 1, probe: 'throughput', requests_per_s: 40_000 }),
@@ -109,6 +109,7 @@ describe('threads sweep figures', () => {
     const result = threadsFigures(points, [1, 2]);
     expect(result.best.find((b) => b.contender === 'hotpath' && b.threads === 1)).toEqual({
       contender: 'hotpath', threads: 1, requests_per_s: 10_000, c1_mean_ms: 0.2, c1_p50_ms: 0.17, c1_batched_mean_ms: 0.4, c1_batched_p50_ms: 0.38,
+      cpu_us_per_request: 100,
     });
     expect(result.best.find((b) => b.contender === 'echo' && b.threads === 2)).toMatchObject({ c1_mean_ms: 0.12, c1_batched_mean_ms: null });
     expect(result.figures).toMatchObject({
@@ -116,6 +117,7 @@ describe('threads sweep figures', () => {
       ctr_t2_rps: 14_000, ctr_t2_vs_t1: 1.4, echo_t2_vs_t1: 1.6, ctr_t2_vs_echo_t1: 0.56, ctr_t2_vs_echo_t2: 0.35,
       c1_latency_t2_vs_t1: 1.05, c1_median_latency_t2_vs_t1: 1.176, echo_c1_latency_t2_vs_t1: 1.2,
       c1_batched_latency_t2_vs_t1: 1.25, c1_batched_median_latency_t2_vs_t1: 1,
+      ctr_t1_cpu_us_per_request: 100, ctr_t2_cpu_us_per_request: 115, ctr_cpu_per_request_t2_vs_t1: 1.15,
     });
     expect(result.verdicts).toEqual({
       ctr_t2_vs_t1: expect.objectContaining({ value: 1.4, target: '>= 1.35', met: true }),
