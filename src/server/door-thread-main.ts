@@ -10,10 +10,11 @@
  * it gets on the main thread: TLS (the same certificate files, reloaded on
  * SIGHUP), the gRPC connection options, the HTTP timeouts, the header
  * timeout, the idle-stream frame filter, the body-idle watch and the
- * admission from headers. ModelInfer calls for the versions the main
- * thread's door catalog lists are served here (inference/door-inference.ts);
- * every other admitted call is forwarded to the main thread
- * (server/door-forwarding.ts), bytes as received.
+ * admission from headers. ModelInfer calls (gRPC, and HTTP through
+ * server/door-http.ts) for the versions the main thread's door catalog lists
+ * are served here (inference/door-inference.ts); every other admitted call
+ * is forwarded to the main thread (server/door-forwarding.ts), bytes as
+ * received.
  *
  * Connection caps are counted once, by the acceptor on the main thread: each
  * connection's close is posted back so its slot is freed.
@@ -52,6 +53,8 @@ import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
 import { serviceDefinitionFor } from './grpc-service-definition.js';
 import { watchHttp2Preface } from './grpc-listener.js';
 import { answerExpectContinue } from './http/body-reader.js';
+import { httpBodyLimits } from './http/rest-server.js';
+import { DoorHttp } from './door-http.js';
 import { HttpAdmission } from './http/http-admission.js';
 import { withIdleStreamFrameFilter } from './idle-reset-filter.js';
 
@@ -164,11 +167,27 @@ function servedHere(forward: ForwardedUnary, serialize: (response: ModelInferRes
   };
 }
 
-/** The HTTP port: an HTTP(S) server fed by 'connection' events, forwarding every request. */
+/** The HTTP port: an HTTP(S) server fed by 'connection' events, serving ModelInfer here (door-http.ts) and forwarding the rest. */
 function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
   const admission = new HttpAdmission(gates.http, new RefusalLog(logger.child({ component: 'auth' })));
   const forwarding = new HttpForwarding(forwardPath, admission);
-  const framing = new RefusalLog(logger.child({ component: 'http' }));
+  const httpLog = logger.child({ component: 'http' });
+  const framing = new RefusalLog(httpLog);
+  const requests = new DoorHttp({
+    served,
+    forwarding,
+    admission,
+    bodies: httpBodyLimits(settings.maxMessageBytes, {
+      httpBodyBudgetBytes: settings.httpBodyBudgetBytes,
+      httpJsonQueue: settings.httpJsonQueue,
+      bodyIdleTimeoutMs: settings.bodyIdleTimeoutMs,
+    }),
+    log: httpLog,
+    framing,
+    count: (answeredBy) => {
+      counts[answeredBy === 'door' ? DOOR_COUNTERS.servedInDoor : DOOR_COUNTERS.forwarded]! += 1;
+    },
+  });
   // Requests in flight, so the drain waits for their answers (a server that never listened has no close() to wait on).
   let active = 0;
   let idle: (() => void) | undefined;
@@ -178,7 +197,7 @@ function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
       active -= 1;
       if (active === 0) idle?.();
     });
-    forwarding.handle(request, response);
+    requests.handle(request, response);
   };
   // As rest-server.ts: the timeouts are swept once a second.
   const sweep = { connectionsCheckingInterval: 1000 };
@@ -206,7 +225,10 @@ function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
         else idle = resolve;
       }),
     cut: () => server.closeAllConnections(),
-    close: () => forwarding.close(),
+    close: () => {
+      forwarding.close();
+      void requests.close();
+    },
   };
 }
 

@@ -288,6 +288,8 @@ export class ServerDoors {
       connections: this.options.connections,
       headerTimeoutMs: doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
       bodyIdleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
+      httpBodyBudgetBytes: doors.httpBodyBudgetBytes,
+      httpJsonQueue: doors.httpJsonQueue,
       grpcIgnoreIdleStreamFrames: filter,
       access: {
         requireApiKey: this.options.requireApiKey,
