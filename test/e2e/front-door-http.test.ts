@@ -11,6 +11,8 @@
  *     one-thread server gives, a validation failure counted once;
  *   - a request the doors do not serve (an unknown model, a wrong method) is
  *     forwarded and answered as with one thread (answered_by="main");
+ *   - a client that goes away before its request runs cancels it (a CANCELED
+ *     failure), as with one thread;
  *   - a gzip body, and a reload under load (versions unloading while their
  *     requests are read or queued here: handed to the main thread with the
  *     body as read), fail no request.
@@ -114,6 +116,9 @@ beforeAll(async () => {
   repo = await tempRepository(async (dir) => {
     const written = await writeIdentityModel(dir, { name: 'echo', dtype: 'FP32', maxBatchSize: 8, withConfig: true });
     await appendFile(written.configPath!, 'dynamic_batching { max_queue_delay_microseconds: 100 }\n');
+    // Waits up to 400 ms for a batch of 8: a lone request stays queued long enough to be cancelled.
+    const slow = await writeIdentityModel(dir, { name: 'slow', dtype: 'FP32', maxBatchSize: 8, withConfig: true });
+    await appendFile(slow.configPath!, 'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 400000 }\n');
   });
   [doors, single] = await Promise.all([
     startServer(repo.dir, ['--front-door-threads', '2', '--drain-timeout', '10', '--max-message-size', '65536']),
@@ -247,6 +252,37 @@ describe('--front-door-threads 2, HTTP ModelInfer served in the door threads', (
     // The two POSTs to an unserved model or version (and the repeat) went to the main thread; the 405 and the bad path match no infer route.
     expect(doorTotal(metrics, 'main') - doorTotal(metricsBefore, 'main')).toBe(3);
     expect(doorTotal(metrics, 'door') - doorTotal(metricsBefore, 'door')).toBe(0);
+  });
+
+  it('fails a request whose client went away before it ran as CANCELED, as with one thread', async () => {
+    const connections = [ownConnection(), ownConnection()];
+    await untilServedInDoors(connections);
+    const outcome = async (server: RunningServer) => {
+      const before = await statsOf(server, 'slow');
+      const metricsBefore = await scrape(server.metricsPort);
+      const request = http.request({ host: '127.0.0.1', port: server.httpPort, method: 'POST', path: '/v2/models/slow/infer', agent: false });
+      request.on('error', () => {});
+      request.end(jsonInfer([1]));
+      for (let i = 0; (await scrape(server.metricsPort)).get('hotpath_inflight_requests') !== 1; i++) {
+        if (i === 200) throw new Error('the slow request never was in flight');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      request.destroy();
+      for (let i = 0; (await scrape(server.metricsPort)).get('hotpath_inflight_requests') !== 0; i++) {
+        if (i === 200) throw new Error('the cancelled request never finished');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const after = await statsOf(server, 'slow');
+      const metrics = await scrape(server.metricsPort);
+      return {
+        success: Number(after.inference_stats.success.count) - Number(before.inference_stats.success.count),
+        fail: Number(after.inference_stats.fail.count) - Number(before.inference_stats.fail.count),
+        answeredInDoor: doorTotal(metrics, 'door') - doorTotal(metricsBefore, 'door'),
+      };
+    };
+    const [threaded, one] = [await outcome(doors), await outcome(single)];
+    expect(threaded).toEqual({ success: 0, fail: 1, answeredInDoor: 1 });
+    expect({ ...one, answeredInDoor: 1 }).toEqual(threaded);
   });
 
   it('takes a gzip body, and fails no request while the model reloads under load', async () => {
