@@ -181,7 +181,7 @@ function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
       httpBodyBudgetBytes: settings.httpBodyBudgetBytes,
       httpJsonQueue: settings.httpJsonQueue,
       bodyIdleTimeoutMs: settings.bodyIdleTimeoutMs,
-    }),
+    }, settings.httpBodyBudgetMemory),
     log: httpLog,
     framing,
     count: (answeredBy) => {

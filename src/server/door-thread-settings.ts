@@ -52,9 +52,11 @@ export interface DoorThreadSettings {
   readonly connections: ConnectionLimits | undefined;
   readonly headerTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
-  /** --http-body-budget and --http-json-queue as given (undefined: their defaults): the door's own, for the HTTP bodies it reads. */
+  /** --http-body-budget and --http-json-queue as given (undefined: their defaults), for the HTTP bodies the door reads. */
   readonly httpBodyBudgetBytes?: number | undefined;
   readonly httpJsonQueue?: number | undefined;
+  /** The body budget's count, shared with the main thread and the other doors (http/body-budget.ts); absent: the door's own. */
+  readonly httpBodyBudgetMemory?: SharedArrayBuffer | undefined;
   /** --grpc-ignore-idle-stream-frames (plaintext gRPC only, as on the main thread). */
   readonly grpcIgnoreIdleStreamFrames: boolean;
   /**

@@ -13,6 +13,7 @@
  *     forwarded and answered as with one thread (answered_by="main");
  *   - a client that goes away before its request runs cancels it (a CANCELED
  *     failure), as with one thread;
+ *   - --http-body-budget bounds the bodies all threads hold together;
  *   - a gzip body, and a reload under load (versions unloading while their
  *     requests are read or queued here: handed to the main thread with the
  *     body as read), fail no request.
@@ -283,6 +284,41 @@ describe('--front-door-threads 2, HTTP ModelInfer served in the door threads', (
     const [threaded, one] = [await outcome(doors), await outcome(single)];
     expect(threaded).toEqual({ success: 0, fail: 1, answeredInDoor: 1 });
     expect({ ...one, answeredInDoor: 1 }).toEqual(threaded);
+  });
+
+  it('holds --http-body-budget for all threads together', async () => {
+    // The budget is twice --max-message-size (131072 bytes): two bodies of 60000 bytes fit, a third does not,
+    // whichever threads read them (three connections: both door threads take part).
+    const connections = [ownConnection(), ownConnection(), ownConnection()];
+    await untilServedInDoors(connections);
+    const partial = connections.map((agent) => {
+      const request = http.request({
+        host: '127.0.0.1',
+        port: doors.httpPort,
+        method: 'POST',
+        path: '/v2/models/echo/infer',
+        agent,
+        headers: { 'content-length': '65000' },
+      });
+      const answered = new Promise<{ status: number; body: string }>((resolve) => {
+        request.on('response', (response) => {
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+        });
+        request.on('error', () => resolve({ status: 0, body: '' }));
+      });
+      return { request, answered };
+    });
+    partial[0]!.request.write(Buffer.alloc(60_000, 0x20));
+    partial[1]!.request.write(Buffer.alloc(60_000, 0x20));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    partial[2]!.request.write(Buffer.alloc(60_000, 0x20));
+    const third = await partial[2]!.answered;
+    expect(third.status).toBe(503);
+    expect(JSON.parse(third.body).error).toMatch(/budget of 131072 bytes \(--http-body-budget\)/);
+    for (const { request } of partial) request.destroy();
+    for (const agent of connections) agent.destroy();
   });
 
   it('takes a gzip body, and fails no request while the model reloads under load', async () => {

@@ -60,6 +60,8 @@ export interface RestServerOptions {
   readonly connections?: ConnectionLimits | undefined;
   /** Body budget, JSON parse queue, header and body-idle timeouts (security/door-limits.ts); defaults there. */
   readonly doors?: DoorLimits | undefined;
+  /** With front-door threads: the body budget's count, shared with every door thread (body-budget.ts); absent: its own. */
+  readonly bodyBudgetMemory?: SharedArrayBuffer | undefined;
   /** GET /v2/models/{m}[/versions/{v}]/drift: the model's drift report (throws NOT_FOUND for an unknown model). */
   readonly driftReport?: ((name: string, version: string, caller: Caller) => Promise<unknown>) | undefined;
 }
@@ -84,9 +86,9 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   const admission = new HttpAdmission(options.gate, new RefusalLog(options.logger.child({ component: 'auth' })));
   // 413, 408 and the budgets' 503: logged as refusals are, rate-limited with counts (a client decides how many there are).
   const framing = new RefusalLog(log);
-  // Process-wide (one REST server per process, or per door thread): body bytes in flight and JSON parse work.
+  // Body bytes in flight (shared with the door threads when there are any) and JSON parse work (one worker per thread).
   const doors = options.doors ?? {};
-  const bodies = httpBodyLimits(options.maxMessageBytes, doors);
+  const bodies = httpBodyLimits(options.maxMessageBytes, doors, options.bodyBudgetMemory);
   const protocol = new ProtocolEndpoints(options.protocol, bodies, admission);
   const inference = new InferEndpoint(options.runner, bodies, admission);
   const routes = restRoutes(options.health, admission, protocol, inference, options.driftReport);
@@ -114,13 +116,14 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
 /**
  * One door's body limits (--max-message-size, --http-body-budget,
  * --http-json-queue, --body-idle-timeout): the main thread's REST server and
- * each front-door thread build their own, the same way. The JsonParser's
+ * each front-door thread build their own, the same way; `budgetMemory` (a
+ * BodyBudget's `memory`) shares one budget between them. The JsonParser's
  * worker is the caller's to close.
  */
-export function httpBodyLimits(maxMessageBytes: number, doors: DoorLimits): BodyLimits {
+export function httpBodyLimits(maxMessageBytes: number, doors: DoorLimits, budgetMemory?: SharedArrayBuffer): BodyLimits {
   return {
     maxBytes: maxMessageBytes,
-    budget: new BodyBudget(Math.max(doors.httpBodyBudgetBytes ?? 2 * maxMessageBytes, maxMessageBytes)),
+    budget: new BodyBudget(Math.max(doors.httpBodyBudgetBytes ?? 2 * maxMessageBytes, maxMessageBytes), budgetMemory),
     json: new JsonParser({ maxQueued: doors.httpJsonQueue ?? DOOR_LIMIT_DEFAULTS.httpJsonQueue }),
     idleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
   };
