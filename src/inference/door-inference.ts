@@ -42,7 +42,7 @@ import type { InferResult } from '../workers/worker-protocol.js';
 import { InferenceStatistics } from '../repository/inference-statistics.js';
 import { attachVersionMetrics, type VersionMetrics } from '../observability/version-metrics.js';
 import type { AccessLog } from '../observability/access-log.js';
-import { scopeFailure, visibleTo } from '../security/caller.js';
+import { scopeFailure, visibleTo, type Caller } from '../security/caller.js';
 import { status } from '@grpc/grpc-js';
 import type { DoorCatalog, DoorVersionEntry } from './door-catalog.js';
 import type { InferContext } from './infer-context.js';
@@ -217,7 +217,7 @@ export class DoorInference {
    * request that is the main thread's.
    */
   async infer(request: ModelInferRequest, context: InferContext, method = 'ModelInfer'): Promise<ModelInferResponse> {
-    const version = request.modelVersion === '' ? this.latest.get(request.modelName) : this.byKey.get(keyOf(request.modelName, request.modelVersion));
+    const version = this.versionOf(request.modelName, request.modelVersion);
     if (version === undefined) throw new ForwardToMainThread('not served in this door thread');
     // Test-only faults act on one request or on the version's executor: the main thread's (--enable-fault-injection).
     if (request.parameters[FAULT_PARAMETER] !== undefined) throw new ForwardToMainThread('a request carrying a test-only fault');
@@ -245,6 +245,18 @@ export class DoorInference {
     }
   }
 
+  /**
+   * Whether infer() would take a request for `model` and `version` ('' for
+   * the latest) from `caller` now, as far as the catalog says: a lookup, no
+   * gate and no count. The HTTP door asks before it reads a body, so a
+   * request that is the main thread's is forwarded as received; infer()
+   * still checks everything (the catalog may change while the body arrives).
+   */
+  serves(model: string, version: string, caller: Caller): boolean {
+    const served = this.versionOf(model, version);
+    return served !== undefined && visibleTo(caller)(served.tenant);
+  }
+
   /** Versions served here now (tests, logs). */
   get served(): readonly { readonly model: string; readonly version: string }[] {
     return [...this.byKey.values()].map((version) => ({ model: version.modelName, version: version.versionLabel }));
@@ -263,6 +275,10 @@ export class DoorInference {
     } catch (err) {
       this.options.logger.warn({ err, model: version.modelName, model_version: version.versionLabel }, 'could not let go of a batcher');
     }
+  }
+
+  private versionOf(model: string, version: string): DoorVersion | undefined {
+    return version === '' ? this.latest.get(model) : this.byKey.get(keyOf(model, version));
   }
 }
 

@@ -54,7 +54,7 @@ export const METRIC = {
   // Front-door threads (--front-door-threads, src/server/door-threads.ts): connections handed to each, and thread exits.
   doorConnections: 'hotpath_door_connections_total',
   doorThreadExits: 'hotpath_door_thread_exits_total',
-  // gRPC inference requests (ModelInfer, ModelStreamInfer messages) each door thread took, by who answered: the door itself (a version in its catalog) or the main thread (forwarded).
+  // Inference requests (gRPC ModelInfer, ModelStreamInfer messages, HTTP infer) each door thread took, by who answered: the door itself (a version in its catalog) or the main thread (forwarded).
   doorModelInfer: 'hotpath_door_model_infer_total',
 
   // The leak patrol (src/patrol).

@@ -280,7 +280,7 @@ export class ServerMetrics {
   ): void {
     new Counter({
       name: METRIC.doorModelInfer,
-      help: "gRPC inference requests (ModelInfer calls, ModelStreamInfer messages) each front-door thread took, by who answered them: the door thread itself ('door': a version in its catalog) or the main thread ('main': forwarded)",
+      help: "Inference requests (gRPC ModelInfer calls, ModelStreamInfer messages, HTTP POST .../infer) each front-door thread took, by who answered them: the door thread itself ('door': a version in its catalog) or the main thread ('main': forwarded)",
       labelNames: [LABEL.doorThread, LABEL.answeredBy],
       registers: [this.registry],
       collect() {

@@ -22,6 +22,8 @@
  * the same messages as the main thread's endpoints) and streams the body and
  * the answer through a keep-alive agent on the main thread's socket (with
  * `x-forwarded-for` as for gRPC); an answer cut mid-body cuts the client's.
+ * A ModelInfer the door read and then hands back (server/door-http.ts) goes
+ * the same way with the body it read.
  *
  * Ownership: one DoorForwarding per door thread, on that thread only.
  */
@@ -256,7 +258,7 @@ export class HttpForwarding {
     private readonly admission: HttpAdmission,
   ) {}
 
-  /** The door's request handler. */
+  /** The door's request handler: admitted here, then forwarded as received. */
   readonly handle = (request: IncomingMessage, response: ServerResponse): void => {
     const path = (request.url ?? '/').split('?')[0]!;
     const rpc = restRpcOf(request.method ?? 'GET', path);
@@ -267,8 +269,27 @@ export class HttpForwarding {
       sendError(response, err);
       return;
     }
+    this.forward(request, response);
+  };
+
+  /**
+   * Sends an admitted request to the main thread, which answers `response`.
+   * `body`: undefined while nothing of the request's body was read (it
+   * streams on as received); else the whole body as the door read it,
+   * inflated (a ModelInfer the door thread hands back after reading it), sent
+   * with its own length and without the Content-Encoding it arrived in.
+   */
+  forward(request: IncomingMessage, response: ServerResponse, body?: Buffer): void {
+    // A client gone while the door read or ran its request: nobody is left to answer.
+    if (response.destroyed) return;
+    const headers = forwardedHeaders(request);
+    if (body !== undefined) {
+      delete headers['transfer-encoding'];
+      delete headers['content-encoding'];
+      headers['content-length'] = String(body.byteLength);
+    }
     const upstream = http.request(
-      { socketPath: this.forwardPath, agent: this.agent, method: request.method, path: request.url, headers: forwardedHeaders(request) },
+      { socketPath: this.forwardPath, agent: this.agent, method: request.method, path: request.url, headers },
       (answer) => {
         response.writeHead(answer.statusCode ?? 502, answerHeaders(answer));
         // pipeline, not pipe: an answer cut mid-body (the main thread's socket reset) cuts the client's too,
@@ -286,8 +307,9 @@ export class HttpForwarding {
     response.on('close', () => {
       if (!response.writableFinished) upstream.destroy();
     });
-    request.pipe(upstream);
-  };
+    if (body === undefined) request.pipe(upstream);
+    else upstream.end(body);
+  }
 
   close(): void {
     this.agent.destroy();

@@ -10,11 +10,12 @@
  * it gets on the main thread: TLS (the same certificate files, reloaded on
  * SIGHUP), the gRPC connection options, the HTTP timeouts, the header
  * timeout, the idle-stream frame filter, the body-idle watch and the
- * admission from headers. ModelInfer calls and ModelStreamInfer requests for
- * the versions the main thread's door catalog lists are served here
- * (inference/door-inference.ts); every other admitted call is forwarded to
- * the main thread (server/door-forwarding.ts), bytes as received (a stream's
- * request the door does not serve goes as one ModelInfer).
+ * admission from headers. Inference for the versions the main thread's
+ * door catalog lists is served here (inference/door-inference.ts): gRPC
+ * ModelInfer, ModelStreamInfer requests, and HTTP infer (server/door-http.ts).
+ * Every other admitted call is forwarded to the main thread
+ * (server/door-forwarding.ts), bytes as received (a stream's request the door
+ * does not serve goes as one ModelInfer).
  *
  * Connection caps are counted once, by the acceptor on the main thread: each
  * connection's close is posted back so its slot is freed.
@@ -49,6 +50,7 @@ import type { InferContext, InferencePath } from '../inference/infer-context.js'
 import { serveModelStream } from './handlers/model-stream-infer.js';
 import { contextOf } from './handlers/infer-handlers.js';
 import { prescanInferRequest } from './infer-request-prescan.js';
+import { decodeModelInferRequest } from './infer-request-decoding.js';
 import { trailersFor } from './request-context.js';
 import { RefusalLog } from '../observability/refusal-log.js';
 import { doorGates } from '../security/caller.js';
@@ -61,6 +63,8 @@ import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
 import { serviceDefinitionFor } from './grpc-service-definition.js';
 import { watchHttp2Preface } from './grpc-listener.js';
 import { answerExpectContinue } from './http/body-reader.js';
+import { httpBodyLimits } from './http/rest-server.js';
+import { DoorHttp } from './door-http.js';
 import { HttpAdmission } from './http/http-admission.js';
 import { withIdleStreamFrameFilter } from './idle-reset-filter.js';
 
@@ -151,7 +155,7 @@ function servedHere(forward: ForwardedUnary, serialize: (response: ModelInferRes
     let context: InferContext;
     try {
       prescanInferRequest(call.request);
-      request = fromBinary(ModelInferRequestSchema, call.request);
+      request = decodeModelInferRequest(call.request);
       context = contextOf(call as unknown as ServerUnaryCall<ModelInferRequest, ModelInferResponse>);
     } catch {
       counts[DOOR_COUNTERS.forwarded]! += 1;
@@ -230,11 +234,27 @@ function streamedHere(forwarding: GrpcForwarding) {
   };
 }
 
-/** The HTTP port: an HTTP(S) server fed by 'connection' events, forwarding every request. */
+/** The HTTP port: an HTTP(S) server fed by 'connection' events, serving ModelInfer here (door-http.ts) and forwarding the rest. */
 function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
   const admission = new HttpAdmission(gates.http, new RefusalLog(logger.child({ component: 'auth' })));
   const forwarding = new HttpForwarding(forwardPath, admission);
-  const framing = new RefusalLog(logger.child({ component: 'http' }));
+  const httpLog = logger.child({ component: 'http' });
+  const framing = new RefusalLog(httpLog);
+  const requests = new DoorHttp({
+    served,
+    forwarding,
+    admission,
+    bodies: httpBodyLimits(settings.maxMessageBytes, {
+      httpBodyBudgetBytes: settings.httpBodyBudgetBytes,
+      httpJsonQueue: settings.httpJsonQueue,
+      bodyIdleTimeoutMs: settings.bodyIdleTimeoutMs,
+    }, settings.httpBodyBudgetMemory),
+    log: httpLog,
+    framing,
+    count: (answeredBy) => {
+      counts[answeredBy === 'door' ? DOOR_COUNTERS.servedInDoor : DOOR_COUNTERS.forwarded]! += 1;
+    },
+  });
   // Requests in flight, so the drain waits for their answers (a server that never listened has no close() to wait on).
   let active = 0;
   let idle: (() => void) | undefined;
@@ -244,7 +264,7 @@ function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
       active -= 1;
       if (active === 0) idle?.();
     });
-    forwarding.handle(request, response);
+    requests.handle(request, response);
   };
   // As rest-server.ts: the timeouts are swept once a second.
   const sweep = { connectionsCheckingInterval: 1000 };
@@ -272,7 +292,10 @@ function httpDoor(forwardPath: string, tls: ServerTls | undefined) {
         else idle = resolve;
       }),
     cut: () => server.closeAllConnections(),
-    close: () => forwarding.close(),
+    close: () => {
+      forwarding.close();
+      void requests.close();
+    },
   };
 }
 

@@ -7,8 +7,8 @@
  *
  * What a door thread does: it owns the connections the acceptor hands it
  * (TLS, HTTP/2 and HTTP/1 framing, the connection options, the header
- * timeout, the admission from headers); it serves gRPC ModelInfer itself for
- * the versions of the door catalog the main thread posts
+ * timeout, the admission from headers); it serves ModelInfer (gRPC and HTTP)
+ * itself for the versions of the door catalog the main thread posts
  * (inference/door-catalog.ts), and forwards every other call, bytes as sent,
  * to the main thread's own servers over private unix sockets
  * (server/door-forwarding.ts). Statistics and metrics of the requests it
@@ -21,8 +21,9 @@ import type { TlsFiles } from '../security/tls.js';
 
 /**
  * A door thread's counts (Float64 words in a SharedArrayBuffer, written by
- * the door thread alone, read by the main thread at scrape time): gRPC
- * ModelInfer calls it answered itself, and those it forwarded.
+ * the door thread alone, read by the main thread at scrape time): ModelInfer
+ * calls it answered itself, and those it forwarded, gRPC and HTTP together
+ * (HTTP: POST .../infer requests past the admission; server/door-http.ts).
  */
 export const DOOR_COUNTERS = { servedInDoor: 0, forwarded: 1, words: 2 } as const;
 
@@ -51,6 +52,11 @@ export interface DoorThreadSettings {
   readonly connections: ConnectionLimits | undefined;
   readonly headerTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
+  /** --http-body-budget and --http-json-queue as given (undefined: their defaults), for the HTTP bodies the door reads. */
+  readonly httpBodyBudgetBytes?: number | undefined;
+  readonly httpJsonQueue?: number | undefined;
+  /** The body budget's count, shared with the main thread and the other doors (http/body-budget.ts); absent: the door's own. */
+  readonly httpBodyBudgetMemory?: SharedArrayBuffer | undefined;
   /** --grpc-ignore-idle-stream-frames (plaintext gRPC only, as on the main thread). */
   readonly grpcIgnoreIdleStreamFrames: boolean;
   /**

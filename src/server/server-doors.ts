@@ -40,6 +40,7 @@ import { serverHandlers } from './handlers/server-handlers.js';
 import { unimplementedHandlers } from './handlers/unimplemented-handlers.js';
 import type { HealthProbes } from './http/health-endpoints.js';
 import { createRestHttpServer } from './http/rest-server.js';
+import { BodyBudget } from './http/body-budget.js';
 import { ConnectionGate } from './connection-gate.js';
 import { GrpcListener } from './grpc-listener.js';
 import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
@@ -274,9 +275,11 @@ export class ServerDoors {
         )
       : undefined;
     let httpForward: string | undefined;
+    // --http-body-budget bounds the bodies the main thread and every door thread hold, together.
+    const bodyBudgetMemory = BodyBudget.newMemory();
     if (this.options.allowHttp && this.options.httpPort >= 0) {
       // The REST server without TLS (the door threads terminate it), reached only through the private socket.
-      const rest = this.restServer(undefined);
+      const rest = this.restServer(undefined, bodyBudgetMemory);
       this.httpServers.push(rest);
       httpForward = await listenPrivate(rest, path.join(dir, 'http.sock'));
     }
@@ -290,6 +293,9 @@ export class ServerDoors {
       connections: this.options.connections,
       headerTimeoutMs: doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
       bodyIdleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
+      httpBodyBudgetBytes: doors.httpBodyBudgetBytes,
+      httpBodyBudgetMemory: bodyBudgetMemory,
+      httpJsonQueue: doors.httpJsonQueue,
       grpcIgnoreIdleStreamFrames: filter,
       access: {
         requireApiKey: this.options.requireApiKey,
@@ -348,7 +354,7 @@ export class ServerDoors {
   }
 
   /** The REST server (rest-server.ts); `tls` undefined: plain HTTP. */
-  private restServer(tls: ServerTls | undefined): http.Server {
+  private restServer(tls: ServerTls | undefined, bodyBudgetMemory?: SharedArrayBuffer): http.Server {
     const server = createRestHttpServer({
       tls: tls?.httpsOptions(),
       health: this.parts.probes,
@@ -359,6 +365,7 @@ export class ServerDoors {
       logger: this.options.logger,
       connections: this.options.connections,
       doors: this.options.doors,
+      bodyBudgetMemory,
       driftReport: this.parts.driftReport,
     });
     tls?.follow(server);

@@ -12,7 +12,11 @@
  * arrive (never a declared length), and released once, when the answer is
  * sent or the connection closes.
  *
- * One per REST server (main thread or one door thread); plain fields.
+ * With front-door threads the main thread's REST server and every door
+ * thread's share one count (`memory`, a SharedArrayBuffer posted to each
+ * door thread), so the flag bounds the process, not each thread. Charges and
+ * refunds are atomic (a compare-and-swap on the count); each BodyBudget
+ * object, with its leases, belongs to one thread.
  */
 import type { ServerResponse } from 'node:http';
 import { HttpFramingError } from './http-reply.js';
@@ -21,13 +25,32 @@ import { HttpFramingError } from './http-reply.js';
 export const BUDGET_RETRY_AFTER_S = 1;
 
 export class BodyBudget {
-  private used = 0;
+  /** Bytes held now, all requests of every thread sharing `memory` (one BigInt64 word). */
+  private readonly used: BigInt64Array;
+  private readonly limit: bigint;
 
-  constructor(readonly limitBytes: number) {}
+  /** `memory`: another thread's budget's `memory`, to share its count; absent: a count of its own. */
+  constructor(
+    readonly limitBytes: number,
+    memory?: SharedArrayBuffer,
+  ) {
+    this.used = new BigInt64Array(memory ?? BodyBudget.newMemory());
+    this.limit = BigInt(limitBytes);
+  }
+
+  /** A count at 0, for the threads that will share one budget. */
+  static newMemory(): SharedArrayBuffer {
+    return new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT);
+  }
+
+  /** The shared count, for the threads that share this budget. */
+  get memory(): SharedArrayBuffer {
+    return this.used.buffer as SharedArrayBuffer;
+  }
 
   /** Bytes held now, all requests together. */
   get inFlight(): number {
-    return this.used;
+    return Number(Atomics.load(this.used, 0));
   }
 
   /** A lease for one request's body, returned to the budget when `response` closes. */
@@ -39,20 +62,25 @@ export class BodyBudget {
 
   /** @internal (BodyLease) */
   charge(bytes: number): void {
-    if (this.used + bytes > this.limitBytes) {
-      throw new HttpFramingError(
-        503,
-        `the server is holding ${this.used} bytes of request bodies, and ${bytes} more would pass its budget of ${this.limitBytes} bytes ` +
-          `(--http-body-budget); retry in ${BUDGET_RETRY_AFTER_S} s`,
-        { 'retry-after': String(BUDGET_RETRY_AFTER_S) },
-      );
+    const more = BigInt(bytes);
+    for (;;) {
+      const used = Atomics.load(this.used, 0);
+      if (used + more > this.limit) {
+        throw new HttpFramingError(
+          503,
+          `the server is holding ${used} bytes of request bodies, and ${bytes} more would pass its budget of ${this.limitBytes} bytes ` +
+            `(--http-body-budget); retry in ${BUDGET_RETRY_AFTER_S} s`,
+          { 'retry-after': String(BUDGET_RETRY_AFTER_S) },
+        );
+      }
+      // Another thread charged or refunded in between: decide again on the new count.
+      if (Atomics.compareExchange(this.used, 0, used, used + more) === used) return;
     }
-    this.used += bytes;
   }
 
   /** @internal (BodyLease) */
   refund(bytes: number): void {
-    this.used -= bytes;
+    Atomics.sub(this.used, 0, BigInt(bytes));
   }
 }
 

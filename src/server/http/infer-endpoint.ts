@@ -11,6 +11,12 @@
  * the connection before the answer has cancelled the request (Triton's
  * CANCELED, when it had not started yet). HTTP carries no deadline. The
  * request is admitted (http-admission.ts) before its body is read.
+ *
+ * A front-door thread serves the same endpoint over its own runner
+ * (inference/door-inference.ts) with an InferHandOff: the requests that are
+ * the main thread's go there instead, as received when that is known from
+ * the URL and the caller, or with the body as read here when the runner
+ * hands the request back after reading it (server/door-http.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Metadata } from '@grpc/grpc-js';
@@ -18,6 +24,7 @@ import { invalidArgument } from '../../common/serving-error.js';
 import { epochMs } from '../../workers/worker-protocol.js';
 import type { InferencePath } from '../../inference/infer-context.js';
 import { peerAddress, requestView } from '../../routing/arm-choice.js';
+import type { Caller } from '../../security/caller.js';
 import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
 import { parseJsonBody, readBody, type BodyLimits } from './body-reader.js';
 import { HttpFramingError, sendBody, sendError, type Exchange } from './http-reply.js';
@@ -33,25 +40,65 @@ const EMPTY = new Uint8Array(0);
 /** The access log's method for HTTP inferences. */
 const METHOD = 'HTTP ModelInfer';
 
+/**
+ * Where a front-door thread's endpoint sends the requests it does not answer
+ * itself (the main thread's REST server, server/door-forwarding.ts). The
+ * main thread's own endpoint has none.
+ */
+export interface InferHandOff {
+  /** Decided from the URL and the admitted caller, before a byte of the body is read: whether this endpoint runs the request. */
+  servesHere(modelName: string, modelVersion: string, caller: Caller): boolean;
+  /** Whether the runner's failure hands the request on (the runner counted nothing of it). */
+  handsOn(err: unknown): boolean;
+  /**
+   * Sends the request on; the other server answers `response`. `body`:
+   * undefined when nothing of it was read here (it streams on as received),
+   * else the whole body as read here (inflated).
+   */
+  send(exchange: Exchange, body?: Buffer): void;
+}
+
+/**
+ * What became of a request: answered here (an answer or a failure), handed
+ * on (InferHandOff.send), or refused by the admission before it reached the
+ * request path. A framing refusal (413, 408, the budgets' 503) is thrown.
+ */
+export type InferOutcome = 'answered' | 'handed-on' | 'refused';
+
 export class InferEndpoint {
+  /** `runner`: the request path (only its infer is used); `handOff`: a front-door thread's, see InferHandOff. */
   constructor(
-    private readonly runner: InferencePath,
+    private readonly runner: Pick<InferencePath, 'infer'>,
     private readonly bodies: BodyLimits,
     private readonly admission: HttpAdmission,
+    private readonly handOff?: InferHandOff,
   ) {}
 
-  async infer({ request, response }: Exchange, modelName: string, modelVersion: string): Promise<void> {
+  async infer({ request, response }: Exchange, modelName: string, modelVersion: string): Promise<InferOutcome> {
     const context = httpRequestContext(request, response);
     response.setHeader(REQUEST_ID_HEADER, context.requestId);
+    let caller: Caller;
     try {
-      const caller = this.admission.admit('ModelInfer', request);
+      caller = this.admission.admit('ModelInfer', request);
+    } catch (err) {
+      sendError(response, err);
+      return 'refused';
+    }
+    if (this.handOff !== undefined && !this.handOff.servesHere(modelName, modelVersion, caller)) {
+      this.handOff.send({ request, response });
+      return 'handed-on';
+    }
+    let body: Buffer | undefined;
+    try {
       const headerLength = inferenceHeaderLength(request);
-      const body = await readBody({ request, response }, this.bodies, headerLength ?? Infinity);
+      body = await readBody({ request, response }, this.bodies, headerLength ?? Infinity);
       // The JSON part parses off the event loop when large (json-parser.ts); a bad length is decodeInferRequest's to report.
       const jsonLength = headerLength ?? body.byteLength;
       const whole = headerLength === undefined;
-      const root = jsonLength <= body.byteLength ? await parseJsonBody(body.subarray(0, jsonLength), this.bodies, whole) : undefined;
-      // An all-JSON body may have moved to the parse worker; nothing of it is needed after its value.
+      // An all-JSON body may move to the parse worker (no copy) unless it may still be handed on whole.
+      const owned = whole && this.handOff === undefined;
+      const root = jsonLength <= body.byteLength ? await parseJsonBody(body.subarray(0, jsonLength), this.bodies, owned) : undefined;
+      // Nothing of a moved body is needed after its value.
       const decoded = decodeInferRequest(modelName, modelVersion, whole ? EMPTY : body, headerLength, root);
       // The headers and the peer choose a route's arm (src/inference/routing).
       const view = requestView(request.headers, () => peerAddress(request.socket.remoteAddress ?? ''));
@@ -69,10 +116,17 @@ export class InferEndpoint {
       } else {
         sendBody(response, 200, 'application/json', [json]);
       }
+      return 'answered';
     } catch (err) {
       // Framing refusals (413, 408, the budgets' 503) are answered and logged by the server (rest-server.ts).
       if (err instanceof HttpFramingError) throw err;
+      // Only the runner hands a request on, so the body was read whole.
+      if (this.handOff !== undefined && body !== undefined && this.handOff.handsOn(err)) {
+        this.handOff.send({ request, response }, body);
+        return 'handed-on';
+      }
       sendError(response, err);
+      return 'answered';
     }
   }
 }

@@ -60,6 +60,8 @@ export interface RestServerOptions {
   readonly connections?: ConnectionLimits | undefined;
   /** Body budget, JSON parse queue, header and body-idle timeouts (security/door-limits.ts); defaults there. */
   readonly doors?: DoorLimits | undefined;
+  /** With front-door threads: the body budget's count, shared with every door thread (body-budget.ts); absent: its own. */
+  readonly bodyBudgetMemory?: SharedArrayBuffer | undefined;
   /** GET /v2/models/{m}[/versions/{v}]/drift: the model's drift report (throws NOT_FOUND for an unknown model). */
   readonly driftReport?: ((name: string, version: string, caller: Caller) => Promise<unknown>) | undefined;
 }
@@ -84,15 +86,9 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   const admission = new HttpAdmission(options.gate, new RefusalLog(options.logger.child({ component: 'auth' })));
   // 413, 408 and the budgets' 503: logged as refusals are, rate-limited with counts (a client decides how many there are).
   const framing = new RefusalLog(log);
-  // Process-wide (one REST server per process, or per door thread): body bytes in flight and JSON parse work.
+  // Body bytes in flight (shared with the door threads when there are any) and JSON parse work (one worker per thread).
   const doors = options.doors ?? {};
-  const json = new JsonParser({ maxQueued: doors.httpJsonQueue ?? DOOR_LIMIT_DEFAULTS.httpJsonQueue });
-  const bodies: BodyLimits = {
-    maxBytes: options.maxMessageBytes,
-    budget: new BodyBudget(Math.max(doors.httpBodyBudgetBytes ?? 2 * options.maxMessageBytes, options.maxMessageBytes)),
-    json,
-    idleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
-  };
+  const bodies = httpBodyLimits(options.maxMessageBytes, doors, options.bodyBudgetMemory);
   const protocol = new ProtocolEndpoints(options.protocol, bodies, admission);
   const inference = new InferEndpoint(options.runner, bodies, admission);
   const routes = restRoutes(options.health, admission, protocol, inference, options.driftReport);
@@ -101,18 +97,7 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
     const path = (request.url ?? '/').split('?')[0]!;
     Promise.resolve()
       .then(() => dispatch(routes, { request, response }, path))
-      .catch((err: unknown) => {
-        if (err instanceof HttpFramingError && err.status !== 405) {
-          framing.refused(
-            `http:${err.status}`,
-            { door: 'http', method: request.method, path: path.slice(0, 256), peer: request.socket.remoteAddress, status: err.status, reason: err.message },
-            'request refused',
-          );
-        } else if (statusOf(err) >= 500) {
-          log.warn({ method: request.method, path: path.slice(0, 256), err }, 'HTTP request failed');
-        }
-        sendError(response, err);
-      });
+      .catch((err: unknown) => answerFailure({ request, response }, path, err, log, framing));
   };
 
   // Node checks header and request timeouts on a sweep (30 s by default); once a second makes
@@ -123,9 +108,61 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
   applyHttpConnectionLimits(server, options.connections);
   // A new request's headers must arrive within --header-timeout (idle kept-alive connections are --http-idle-timeout's).
   server.headersTimeout = Math.min(doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs, server.requestTimeout || Infinity);
-  server.once('close', () => void json.close());
+  server.once('close', () => void bodies.json?.close());
   answerExpectContinue(server, options.maxMessageBytes, framing, handle);
   return server;
+}
+
+/**
+ * One door's body limits (--max-message-size, --http-body-budget,
+ * --http-json-queue, --body-idle-timeout): the main thread's REST server and
+ * each front-door thread build their own, the same way; `budgetMemory` (a
+ * BodyBudget's `memory`) shares one budget between them. The JsonParser's
+ * worker is the caller's to close.
+ */
+export function httpBodyLimits(maxMessageBytes: number, doors: DoorLimits, budgetMemory?: SharedArrayBuffer): BodyLimits {
+  return {
+    maxBytes: maxMessageBytes,
+    budget: new BodyBudget(Math.max(doors.httpBodyBudgetBytes ?? 2 * maxMessageBytes, maxMessageBytes), budgetMemory),
+    json: new JsonParser({ maxQueued: doors.httpJsonQueue ?? DOOR_LIMIT_DEFAULTS.httpJsonQueue }),
+    idleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
+  };
+}
+
+/**
+ * A request's failure as the REST server answers it: a framing refusal (413,
+ * 408, a budget's 503) logged as a refusal, rate-limited; a 5xx logged as a
+ * warning; then `{"error": ...}` with its status.
+ */
+export function answerFailure({ request, response }: Exchange, path: string, err: unknown, log: Logger, framing: RefusalLog): void {
+  if (err instanceof HttpFramingError && err.status !== 405) {
+    framing.refused(
+      `http:${err.status}`,
+      { door: 'http', method: request.method, path: path.slice(0, 256), peer: request.socket.remoteAddress, status: err.status, reason: err.message },
+      'request refused',
+    );
+  } else if (statusOf(err) >= 500) {
+    log.warn({ method: request.method, path: path.slice(0, 256), err }, 'HTTP request failed');
+  }
+  sendError(response, err);
+}
+
+const INFER_PATH = new RegExp(`^${MODEL}/infer$`);
+
+/**
+ * The model and version ('' for none) of `POST /v2/models/{m}[/versions/{v}]/infer`,
+ * matched and decoded as the router does; undefined for any other request,
+ * and for a segment the router would refuse (malformed percent-encoding).
+ */
+export function inferTarget(method: string | undefined, path: string): { readonly model: string; readonly version: string } | undefined {
+  if (method !== 'POST') return undefined;
+  const match = INFER_PATH.exec(path);
+  if (match === null) return undefined;
+  try {
+    return { model: decodeSegment(match[1]!), version: decodeSegment(match[2] ?? '') };
+  } catch {
+    return undefined;
+  }
 }
 
 function restRoutes(
@@ -166,7 +203,7 @@ function restRoutes(
         sendJson(response, 200, await driftReport(name!, version!, caller));
       },
     }),
-    route(`${MODEL}/infer`, { POST: (exchange, name, version) => inference.infer(exchange, name!, version!) }),
+    route(`${MODEL}/infer`, { POST: async (exchange, name, version) => void (await inference.infer(exchange, name!, version!)) }),
     route('/v2/repository/index', { POST: (exchange) => protocol.repositoryIndex(exchange) }),
     route('/v2/repository/models/([^/]+)/load', { POST: (exchange, name) => protocol.loadModel(exchange, name!) }),
     route('/v2/repository/models/([^/]+)/unload', { POST: (exchange, name) => protocol.unloadModel(exchange, name!) }),
