@@ -38,8 +38,8 @@ export interface DoorOptions {
   /**
    * `--front-door-threads N|auto`: threads that take the gRPC and HTTP
    * connections (server/door-threads.ts); 1, the default, serves both doors
-   * on the main thread as before; 'auto' is 1 for now (frontDoorThreadCount
-   * there: it will pick from the cores once the doors serve ModelInfer).
+   * on the main thread as before; 'auto' picks from the cores
+   * (frontDoorThreadCount there).
    */
   frontDoorThreads: number | 'auto';
 }
@@ -130,7 +130,7 @@ export const DOOR_OPTIONS: readonly OptionEntry<object>[] = [
   option({
     flag: 'front-door-threads', field: 'frontDoorThreads', arg: 'N|auto', default: 1 as number | 'auto',
     help: 'threads taking the gRPC and HTTP connections, handed round-robin by one acceptor (default 1: the main thread ' +
-      'serves them; auto: 1 until the door threads serve ModelInfer themselves; see the README)',
+      'serves them; auto: one per two cores, at least 2 from 2 cores up, at most 8; see the README)',
     parse: (raw, name) => (raw === 'auto' ? 'auto' : integerFlag(name, raw, 1, MAX_FRONT_DOOR_THREADS)),
     check: (value) =>
       value === 'auto' || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_FRONT_DOOR_THREADS)

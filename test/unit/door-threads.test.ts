@@ -29,8 +29,8 @@ describe('--front-door-threads', () => {
     expect(() => fillServeOptions({ modelRepositories: ['/m'], frontDoorThreads: 0 })).toThrow(/frontDoorThreads: expected an integer in 1\.\.64 or 'auto'/);
   });
 
-  it('auto: 1 on any core count while every request is forwarded to the main thread; a number as given', () => {
-    for (const cores of [1, 2, 4, 16, 64]) expect(frontDoorThreadCount('auto', cores)).toBe(1);
+  it('auto: one per two cores, at least 2 from 2 cores up, at most 8; a number as given', () => {
+    expect([1, 2, 3, 4, 5, 16, 17, 64].map((cores) => frontDoorThreadCount('auto', cores))).toEqual([1, 2, 2, 2, 2, 8, 8, 8]);
     expect(frontDoorThreadCount(3, 64)).toBe(3);
   });
 });
