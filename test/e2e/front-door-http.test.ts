@@ -26,17 +26,14 @@ import { writeIdentityModel } from '../../models/lib/fixture-models.js';
 import { tempRepository } from './helpers/repositories.js';
 import { scrape } from './helpers/probes.js';
 import { startServer, type RunningServer } from './helpers/server-process.js';
+import { httpSend, type HttpAnswer, type HttpSendOptions } from './helpers/http-send.js';
 
 let doors: RunningServer;
 let single: RunningServer;
 let repo: { dir: string; remove: () => Promise<void> };
 const agents: http.Agent[] = [];
 
-interface Answer {
-  readonly status: number;
-  readonly headers: http.IncomingHttpHeaders;
-  readonly body: Buffer;
-}
+type Answer = HttpAnswer;
 
 /** A kept-alive connection of its own (one socket): the acceptor hands each new connection to the next door thread. */
 function ownConnection(): http.Agent {
@@ -45,27 +42,8 @@ function ownConnection(): http.Agent {
   return agent;
 }
 
-function send(
-  server: RunningServer,
-  method: string,
-  route: string,
-  options: { body?: Buffer | string; headers?: Record<string, string>; agent?: http.Agent } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const body = options.body === undefined ? undefined : Buffer.from(options.body);
-    const headers: Record<string, string> = { ...options.headers };
-    if (body !== undefined) headers['content-length'] = String(body.byteLength);
-    const request = http.request(
-      { host: '127.0.0.1', port: server.httpPort, method, path: route, headers, agent: options.agent ?? false },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
+function send(server: RunningServer, method: string, route: string, options: HttpSendOptions = {}): Promise<Answer> {
+  return httpSend(server.httpPort, method, route, options);
 }
 
 const jsonInfer = (values: number[]) => JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, values.length], data: values }] });

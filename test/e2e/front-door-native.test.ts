@@ -19,6 +19,7 @@ import { ctrVariant, directRun, modelVariant, tempRepository } from './helpers/r
 import { httpJson, scrape } from './helpers/probes.js';
 import { startServer, type RunningServer } from './helpers/server-process.js';
 import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { ctrFeatures, ctrReference, ctrRequest, expectClose, waitFor } from './helpers/ctr-requests.js';
 
 const NATIVE = 'parameters { key: "executor" value: { string_value: "native" } }\n';
 
@@ -26,6 +27,10 @@ let server: RunningServer;
 let repo: { dir: string; remove: () => Promise<void> };
 let ctrModelPath: string;
 let deepModelPath: string;
+
+const features = ctrFeatures;
+const ctrNative = (values: Float32Array, parameters?: Message) => ctrRequest('ctr_native', values, parameters);
+const reference = (values: Float32Array) => ctrReference(ctrModelPath, values);
 const clients: TritonClient[] = [];
 
 /** A client on a connection of its own; consecutive ones go to different door threads (round-robin). */
@@ -35,43 +40,9 @@ function ownConnection(): TritonClient {
   return client;
 }
 
-function features(rows: number, seed: number): Float32Array {
-  const rng = new SeededRandom(seed);
-  return Float32Array.from({ length: rows * 32 }, () => rng.uniform(-1, 1));
-}
-
-function ctrRequest(values: Float32Array, parameters?: Message): Message {
-  return {
-    model_name: 'ctr_native',
-    inputs: [{ name: 'features', datatype: 'FP32', shape: [values.length / 32, 32] }],
-    raw_input_contents: [f32Bytes(values)],
-    ...(parameters ? { parameters } : {}),
-  };
-}
-
-async function reference(values: Float32Array): Promise<Float32Array> {
-  const out = await directRun(ctrModelPath, { features: new ort.Tensor('float32', values, [values.length / 32, 32]) });
-  return out['score']!.data as Float32Array;
-}
-
-function expectClose(actual: Float32Array, expected: Float32Array): void {
-  expect(actual.length).toBe(expected.length);
-  for (let i = 0; i < expected.length; i++) {
-    expect(Math.abs(actual[i]! - expected[i]!)).toBeLessThanOrEqual(1e-6 + 1e-5 * Math.abs(expected[i]!));
-  }
-}
-
 const doorAnswers = (metrics: Map<string, number>) =>
   (metrics.get('hotpath_door_model_infer_total{door_thread="0",answered_by="door"}') ?? 0) +
   (metrics.get('hotpath_door_model_infer_total{door_thread="1",answered_by="door"}') ?? 0);
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function executorOf(model: string): Promise<string> {
   const { json } = await httpJson(server.httpPort, '/healthz');
@@ -110,7 +81,7 @@ describe('--front-door-threads 2 with the native executor', () => {
     const [a, b] = [ownConnection(), ownConnection()];
     const before = await scrape(server.metricsPort);
     const inputs = Array.from({ length: 16 }, (_, i) => features(1 + (i % 3), 100 + i));
-    const answers = await Promise.all(inputs.map((values, i) => (i % 2 === 0 ? a : b).call('ModelInfer', ctrRequest(values))));
+    const answers = await Promise.all(inputs.map((values, i) => (i % 2 === 0 ? a : b).call('ModelInfer', ctrNative(values))));
     for (const [i, answer] of answers.entries()) expectClose(readF32(answer['raw_output_contents'][0]), await reference(inputs[i]!));
 
     const rows = 4;
@@ -146,12 +117,12 @@ describe('--front-door-threads 2 with the native executor', () => {
     // executor's next batch before the request is validated, and this request's shape is refused. So the next
     // batch the executor runs holds door threads' requests only.
     const armed = await connections[0]!.callError('ModelInfer', {
-      ...ctrRequest(features(1, 1), { hotpath_fault: { string_param: 'device-error' } }),
+      ...ctrNative(features(1, 1), { hotpath_fault: { string_param: 'device-error' } }),
       inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 31] }],
     });
     expect(armed.code).toBe(grpc.status.INVALID_ARGUMENT);
     const inputs = Array.from({ length: 120 }, (_, i) => features(1, 500 + i));
-    const responses = await Promise.all(inputs.map((values, i) => connections[i % connections.length]!.call('ModelInfer', ctrRequest(values))));
+    const responses = await Promise.all(inputs.map((values, i) => connections[i % connections.length]!.call('ModelInfer', ctrNative(values))));
     for (const [i, response] of responses.entries()) expectClose(readF32(response['raw_output_contents'][0]), await reference(inputs[i]!));
     expect(server.logs.filter((line) => String(line['msg']).startsWith("a batch of this door thread's requests failed on the device"))).not.toHaveLength(0);
     const metrics = await scrape(server.metricsPort);
@@ -162,7 +133,7 @@ describe('--front-door-threads 2 with the native executor', () => {
     await waitFor(async () => (await executorOf('ctr_native')) === 'native-host', 'ctr_native back on the executor');
     await waitFor(async () => {
       const before = doorAnswers(await scrape(server.metricsPort));
-      await Promise.all(connections.map((client, i) => client.call('ModelInfer', ctrRequest(features(1, 900 + i)))));
+      await Promise.all(connections.map((client, i) => client.call('ModelInfer', ctrNative(features(1, 900 + i)))));
       return doorAnswers(await scrape(server.metricsPort)) - before === connections.length;
     }, 'the doors serving ctr_native again');
     // Dropped from the catalog while on CPU and listed again: each door took its handle back (one per batcher and thread).

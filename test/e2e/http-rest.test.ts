@@ -11,6 +11,7 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directRun, sampleRepository } from './helpers/repositories.js';
 import { startServer, type RunningServer } from './helpers/server-process.js';
+import { httpSend, type HttpAnswer, type HttpSendOptions } from './helpers/http-send.js';
 
 /** The body limit the server runs with (--max-message-size), small enough to cross in a test. */
 const LIMIT = 65536;
@@ -28,44 +29,10 @@ afterAll(async () => {
   await repository?.remove();
 });
 
-interface Answer {
-  readonly status: number;
-  readonly headers: http.IncomingHttpHeaders;
-  readonly body: Buffer;
-  readonly reusedSocket: boolean;
-}
+type Answer = HttpAnswer;
 
-interface SendOptions {
-  readonly body?: Buffer | string;
-  /** Sent with Transfer-Encoding: chunked, one write each. */
-  readonly chunks?: Buffer[];
-  readonly headers?: Record<string, string>;
-  readonly agent?: http.Agent;
-}
-
-function send(method: string, route: string, options: SendOptions = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const body = options.body === undefined ? undefined : Buffer.from(options.body);
-    const headers: Record<string, string> = { ...options.headers };
-    if (body !== undefined) headers['content-length'] = String(body.byteLength);
-    const request = http.request(
-      { host: '127.0.0.1', port: server.httpPort, method, path: route, headers, agent: options.agent ?? false },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () =>
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), reusedSocket: request.reusedSocket }),
-        );
-      },
-    );
-    request.on('error', reject);
-    if (options.chunks !== undefined) {
-      for (const chunk of options.chunks) request.write(chunk);
-      request.end();
-    } else {
-      request.end(body);
-    }
-  });
+function send(method: string, route: string, options: HttpSendOptions = {}): Promise<Answer> {
+  return httpSend(server.httpPort, method, route, options);
 }
 
 const getJson = async (route: string) => {

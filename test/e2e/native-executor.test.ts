@@ -17,6 +17,7 @@ import { httpJson, scrape } from './helpers/probes.js';
 import { ctrVariant, directRun, modelVariant, tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
+import { ctrFeatures, ctrReference, ctrRequest, expectClose, waitFor } from './helpers/ctr-requests.js';
 
 let served: ServedRepository;
 let ctrModelPath: string;
@@ -75,43 +76,13 @@ beforeAll(async () => {
 
 afterAll(() => served?.close());
 
-function features(rows: number, seed: number): Float32Array {
-  const rng = new SeededRandom(seed);
-  return Float32Array.from({ length: rows * 32 }, () => rng.uniform(-1, 1));
-}
-
-function request(model: string, values: Float32Array, parameters?: Message): Message {
-  return {
-    model_name: model,
-    inputs: [{ name: 'features', datatype: 'FP32', shape: [values.length / 32, 32] }],
-    raw_input_contents: [f32Bytes(values)],
-    ...(parameters ? { parameters } : {}),
-  };
-}
-
-async function reference(values: Float32Array): Promise<Float32Array> {
-  const out = await directRun(ctrModelPath, { features: new ort.Tensor('float32', values, [values.length / 32, 32]) });
-  return out['score']!.data as Float32Array;
-}
-
-function expectClose(actual: Float32Array, expected: Float32Array): void {
-  expect(actual.length).toBe(expected.length);
-  for (let i = 0; i < expected.length; i++) {
-    expect(Math.abs(actual[i]! - expected[i]!)).toBeLessThanOrEqual(1e-6 + 1e-5 * Math.abs(expected[i]!));
-  }
-}
+const features = ctrFeatures;
+const request = ctrRequest;
+const reference = (values: Float32Array) => ctrReference(ctrModelPath, values);
 
 async function healthEntry(name: string): Promise<Message> {
   const { json } = await httpJson(served.server.httpPort, '/healthz');
   return json.models.find((m: Message) => m['name'] === name);
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe('executor selection', () => {

@@ -1,5 +1,6 @@
 import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
+import { SeededRandom } from '../../models/lib/seeded-random.js';
 import {
   InferTensorContentsSchema,
   ModelInferResponseSchema,
@@ -8,16 +9,10 @@ import {
 } from '../../src/generated/grpc_service_pb.js';
 import { encodeModelInferResponse, encodeModelStreamInferResponse } from '../../src/server/infer-response-encoding.js';
 
-/** A small deterministic generator (mulberry32), so a failure names a seed that reproduces it. */
+/** A seeded generator (models/lib's mulberry32), so a failure names a seed that reproduces it. */
 function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = new SeededRandom(seed);
+  return () => random.next();
 }
 
 const ALPHABET = ['a', 'Z', '_', '0', '-', ' ', 'é', 'ß', '中', '😀', '\u007f', '\u0080'];
