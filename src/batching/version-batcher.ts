@@ -284,6 +284,11 @@ export class VersionBatcher<V extends BatchedVersion = BatchedVersion> implement
     return new VersionBatcher(version, scheduling.case === 'dynamicBatching' ? scheduling.value : undefined, hooks, shared);
   }
 
+  /** The native batcher's process-wide id (the same in every thread's handle). */
+  get id(): number {
+    return this.batcher.id;
+  }
+
   /** What a front-door thread needs to attach to this batcher (plain data for postMessage). */
   share(): SharedBatcher {
     return this.batcher.share();

@@ -20,6 +20,8 @@
  *     response cache, drift or archive; version-plan.ts);
  *   - its tenant has no rate or in-flight limit (those are counted once, on
  *     the main thread);
+ *   - its batching does not preserve ordering (answers in arrival order need
+ *     one thread's turn-taking);
  *   - no route has the model's name, and its config asks for no test-only
  *     fault (`hotpath_fault_*` parameters, --enable-fault-injection). A
  *     request carrying the `hotpath_fault` parameter is forwarded by the door.
@@ -141,6 +143,10 @@ function whyNotListed(version: ModelVersion, sources: DoorCatalogSources, routes
     return 'its config asks for test-only faults (hotpath_fault_* parameters)';
   }
   if (routes.has(version.modelName)) return 'a route has its name';
+  // Answers leave in arrival order, counted by one batcher-wide sequence: each thread's ResponseOrder would
+  // wait for turns another thread took (version-batcher.ts). One thread keeps the order.
+  const scheduling = version.config.schedulingChoice;
+  if (scheduling.case === 'dynamicBatching' && scheduling.value.preserveOrdering) return 'it preserves ordering (dynamic_batching.preserve_ordering)';
   if (batcherOf(version) === undefined) return 'it has no batcher (BYTES tensors, or no native worker target)';
   if (version.native !== undefined) {
     if (!version.native.active) return 'it runs on onnxruntime on CPU after a device fault: its batches run through the main thread';

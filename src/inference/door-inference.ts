@@ -50,6 +50,16 @@ import { runBatchedRequest, type BatchedRun } from './version-run.js';
 import { indexBoundsProblem, type VersionExecutor } from '../executor/version-executor.js';
 import { FAULT_PARAMETER } from '../tensor/infer-request.js';
 
+/** A batch of a door thread's requests failed on the device: what the main thread needs to act on it. */
+export interface DeviceFaultReport {
+  readonly model: string;
+  readonly version: string;
+  /** The batcher of the version it concerns: a report about a version since replaced (a reload) is ignored. */
+  readonly batcher: number;
+  readonly fault: 'transient' | 'sticky';
+  readonly detail: string;
+}
+
 /** The request is the main thread's to answer: the door forwards the call as received. */
 export class ForwardToMainThread extends Error {
   constructor(readonly why: string) {
@@ -114,7 +124,7 @@ class DoorVersion implements BatchedVersion {
                 { model: entry.model, model_version: entry.version, fault, error: detail },
                 "a batch of this door thread's requests failed on the device: the main thread moves the version to CPU and runs them again",
               );
-              onDeviceFault(entry.model, entry.version, fault, detail);
+              onDeviceFault({ model: entry.model, version: entry.version, batcher: entry.batcher.id, fault, detail });
             },
           };
     const bounds = entry.native?.indexBounds ?? [];
@@ -153,7 +163,7 @@ export interface DoorInferenceOptions {
   readonly logger: Logger;
   readonly accessLog: AccessLog;
   /** A batch of this thread's requests failed on the device: the main thread moves the version to CPU. */
-  readonly onDeviceFault: (model: string, version: string, fault: 'transient' | 'sticky', detail: string) => void;
+  readonly onDeviceFault: (report: DeviceFaultReport) => void;
 }
 
 export class DoorInference {

@@ -30,6 +30,7 @@ import { InferenceRunner } from './inference-runner.js';
 import { RouteService } from './routing/route-service.js';
 import { RoutedInference } from './routing/routed-inference.js';
 import { buildDoorCatalog, type DoorCatalog } from './door-catalog.js';
+import { SharedGate } from '../common/shared-gate.js';
 
 /** The server options the request path is built from (see ServerOptions for each). */
 export interface RequestPathOptions {
@@ -76,6 +77,13 @@ export class RequestPath {
   private routesValue: RouteService | undefined;
   /** The last door catalog's generation. */
   private doorGeneration = 0;
+  /**
+   * Every gate a door catalog listed, until it is closed and empty: a
+   * replaced version's gate stays here while its unload waits, though the
+   * version has left the repository's lists, so a door thread that dies is
+   * forgotten in it too.
+   */
+  private readonly doorGates = new Set<SharedGate>();
 
   constructor(
     private readonly options: RequestPathOptions,
@@ -146,7 +154,7 @@ export class RequestPath {
   doorCatalog(doors: number): DoorCatalog {
     const { models, metrics } = this.parts;
     this.doorGeneration += 1;
-    return buildDoorCatalog(
+    const catalog = buildDoorCatalog(
       {
         versions: () => models.versions(),
         latest: (model) => {
@@ -169,6 +177,26 @@ export class RequestPath {
       },
       this.doorGeneration,
     );
+    for (const entry of catalog.versions) this.doorGates.add(gateOf(entry.gate, this.doorGates));
+    return catalog;
+  }
+
+  /** Door thread `door` exited: its requests inside any version's gate, unloading ones included, will never leave. */
+  forgetDoor(door: number): void {
+    for (const gate of this.openDoorGates()) if (door < gate.doors) gate.forget(door);
+  }
+
+  /** Requests the front-door threads serve now, on every version (hotpath_inflight_requests). */
+  get doorRequests(): number {
+    let inside = 0;
+    for (const gate of this.openDoorGates()) inside += gate.inside;
+    return inside;
+  }
+
+  /** The gates still in use; closed and empty ones (their versions unloaded) are dropped here. */
+  private openDoorGates(): Set<SharedGate> {
+    for (const gate of this.doorGates) if (!gate.isOpen && gate.inside === 0) this.doorGates.delete(gate);
+    return this.doorGates;
   }
 
   /**
@@ -215,4 +243,10 @@ function tenantLimiter(specs: readonly TenantLimitSpec[], metrics: ServerMetrics
   if (specs.length === 0) return undefined;
   metrics.initTenantRejections(specs.map((spec) => spec.tenant));
   return new TenantLimiter(specs, { onRejected: (tenant, reason) => metrics.countTenantRejection(tenant, reason) });
+}
+
+/** The gate whose buffer is `buffer`: the one already known, or a view of it (the same shared words). */
+function gateOf(buffer: SharedArrayBuffer, known: ReadonlySet<SharedGate>): SharedGate {
+  for (const gate of known) if (gate.buffer === buffer) return gate;
+  return new SharedGate(buffer);
 }

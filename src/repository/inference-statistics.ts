@@ -28,7 +28,14 @@
  *   answered) may be seen in part: its success without its rows, or the
  *   reverse, for that one read. Each duration writes its nanoseconds before
  *   its count and reads take the count first, so on x86's ordered stores a
- *   count is never fresher than its sum. The next read has it whole.
+ *   count is in practice never fresher than its sum (V8 does not promise the
+ *   order of plain stores to shared memory, and AArch64 may reorder them, so
+ *   there a read may briefly see a count without its sum). The next read has
+ *   it whole.
+ * - A door thread that dies part way through a record (terminated, out of
+ *   memory) leaves that record in part in its shard for good, and one it
+ *   recorded but never answered counts as a success the client did not get:
+ *   at most one request per death.
  *
  * Batch sizes 1..max(1, maxBatchSize) have a fixed slot per shard. A larger
  * size (only the main thread's unbatched path can run one) is kept in a

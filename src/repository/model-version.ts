@@ -221,16 +221,6 @@ export class ModelVersion {
     return this.doorGateValue;
   }
 
-  /** Requests the front-door threads serve on this version now. */
-  get doorRequests(): number {
-    return this.doorGateValue?.inside ?? 0;
-  }
-
-  /** Door thread `door` died: its requests inside this version's gate will never leave. */
-  forgetDoor(door: number): void {
-    if (this.doorGateValue !== undefined && door < this.doorGateValue.doors) this.doorGateValue.forget(door);
-  }
-
   /** Stops admitting requests, waits for the admitted ones, then frees the engines. */
   async unload(reason = 'unloaded'): Promise<void> {
     if (this.stateValue === 'UNLOADING' || this.stateValue === 'UNAVAILABLE') return;

@@ -112,16 +112,23 @@ export class GrpcForwarding {
    * One ModelInfer on the main thread, for a request a door stream read but
    * hands back (ForwardToMainThread): its answer bytes, or the main
    * thread's error (a ServiceError with its status and message). Sent with
-   * the stream's metadata (its key, x-request-id: the main thread admits it
-   * again) and deadline.
+   * `metadata` (the stream's: its key, and the request id the caller sets:
+   * the main thread admits it again) and the stream's deadline; cancelled
+   * when `stream` is (its client went away).
    */
-  inferOnMain(request: Uint8Array, metadata: Metadata, peer: string, deadline: Deadline): Promise<Buffer> {
+  inferOnMain(request: Uint8Array, metadata: Metadata, stream: { getPeer(): string; getDeadline(): Deadline; once(event: 'cancelled', listener: () => void): unknown; off(event: 'cancelled', listener: () => void): unknown }): Promise<Buffer> {
     const bytes = Buffer.from(request.buffer, request.byteOffset, request.byteLength);
     return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(MODEL_INFER_PATH, identity, identity, bytes, forwardedMetadata(metadata, peer), { deadline }, (err, answer) => {
-        if (err !== null || answer === undefined) reject(err ?? new Error('the main thread sent no answer'));
-        else resolve(answer);
-      });
+      const call = this.client.makeUnaryRequest(
+        MODEL_INFER_PATH, identity, identity, bytes, forwardedMetadata(metadata, stream.getPeer()), { deadline: stream.getDeadline() },
+        (err, answer) => {
+          stream.off('cancelled', cancel);
+          if (err !== null || answer === undefined) reject(err ?? new Error('the main thread sent no answer'));
+          else resolve(answer);
+        },
+      );
+      const cancel = () => call.cancel();
+      stream.once('cancelled', cancel);
     });
   }
 
@@ -278,10 +285,12 @@ export class HttpForwarding {
    * streams on as received); else the whole body as the door read it,
    * inflated (a ModelInfer the door thread hands back after reading it), sent
    * with its own length and without the Content-Encoding it arrived in.
+   * Returns false when nothing was sent: the client had gone, so the main
+   * thread never sees (or counts) the request.
    */
-  forward(request: IncomingMessage, response: ServerResponse, body?: Buffer): void {
+  forward(request: IncomingMessage, response: ServerResponse, body?: Buffer): boolean {
     // A client gone while the door read or ran its request: nobody is left to answer.
-    if (response.destroyed) return;
+    if (response.destroyed) return false;
     const headers = forwardedHeaders(request);
     if (body !== undefined) {
       delete headers['transfer-encoding'];
@@ -309,6 +318,7 @@ export class HttpForwarding {
     });
     if (body === undefined) request.pipe(upstream);
     else upstream.end(body);
+    return true;
   }
 
   close(): void {

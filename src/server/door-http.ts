@@ -15,7 +15,9 @@
  *
  * Each ModelInfer that passed the admission is counted once: answered here or
  * by the main thread. A framing refusal (413, 408, a budget's 503) is not
- * counted, as gRPC's transport refusals are not.
+ * counted, as gRPC's transport refusals are not; nor is a request to be
+ * forwarded whose client had already gone (the main thread never sees it, so
+ * hotpath_door_model_infer_total stays what ModelStatistics counts).
  *
  * Ownership: one handler per door thread, on that thread only; its JSON parse
  * worker is ended by `close()`.
@@ -71,6 +73,7 @@ export class DoorHttp {
       (outcome) => {
         if (outcome === 'answered') this.options.count('door');
         else if (outcome === 'handed-on') this.options.count('main');
+        // 'abandoned' and 'refused': no server ran it.
       },
       (err: unknown) => answerFailure({ request, response }, path, err, this.options.log, this.options.framing),
     );

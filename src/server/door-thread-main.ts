@@ -51,7 +51,7 @@ import { serveModelStream } from './handlers/model-stream-infer.js';
 import { contextOf } from './handlers/infer-handlers.js';
 import { prescanInferRequest } from './infer-request-prescan.js';
 import { decodeModelInferRequest } from './infer-request-decoding.js';
-import { trailersFor } from './request-context.js';
+import { REQUEST_ID_HEADER, trailersFor } from './request-context.js';
 import { RefusalLog } from '../observability/refusal-log.js';
 import { doorGates } from '../security/caller.js';
 import { applyHttpConnectionLimits, grpcConnectionOptions } from '../security/connection-limits.js';
@@ -139,7 +139,7 @@ const served = new DoorInference({
   door: settings.index,
   logger: logger.child({ component: 'door-inference' }),
   accessLog: new AccessLog(logger, settings.accessLogSampleRate),
-  onDeviceFault: (model, version, fault, detail) => post({ type: 'device-fault', model, version, fault, detail }),
+  onDeviceFault: (report) => post({ type: 'device-fault', report }),
 });
 
 /**
@@ -199,6 +199,10 @@ function streamedHere(forwarding: GrpcForwarding) {
       stream.emit('error', toServiceError(err));
       return;
     }
+    // Each request the door hands back carries the stream's request id, so the main thread logs it under the
+    // id the client gets in the stream's trailers (as one thread logs every request of a stream).
+    const forwardedStreamMetadata = stream.metadata.clone();
+    forwardedStreamMetadata.set(REQUEST_ID_HEADER, context.requestId);
     const path: InferencePath = {
       infer: async (request, requestContext, method) => {
         try {
@@ -212,9 +216,13 @@ function streamedHere(forwarding: GrpcForwarding) {
           }
         }
         counts[DOOR_COUNTERS.forwarded]! += 1;
+        // As the main thread's runner: a request whose client cancelled before it started fails CANCELED.
+        if (requestContext.cancelledAtMs?.() !== undefined) {
+          throw new ServingError('cancelled', `model '${request.modelName}': the client cancelled the request before it started executing`);
+        }
         let bytes: Buffer;
         try {
-          bytes = await forwarding.inferOnMain(toBinary(ModelInferRequestSchema, request), stream.metadata, stream.getPeer(), stream.getDeadline());
+          bytes = await forwarding.inferOnMain(toBinary(ModelInferRequestSchema, request), forwardedStreamMetadata, stream);
         } catch (err) {
           // The main thread's answer to this request: its status and message, as one thread gives them.
           const failure = err as Partial<ServiceError>;

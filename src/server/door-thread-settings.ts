@@ -17,7 +17,9 @@
  */
 import type { ConnectionLimits } from '../security/connection-limits.js';
 import type { DoorCatalog } from '../inference/door-catalog.js';
+import type { DeviceFaultReport } from '../inference/door-inference.js';
 import type { TlsFiles } from '../security/tls.js';
+import type { BodyBudgetShare } from './http/body-budget.js';
 
 /**
  * A door thread's counts (Float64 words in a SharedArrayBuffer, written by
@@ -55,8 +57,8 @@ export interface DoorThreadSettings {
   /** --http-body-budget and --http-json-queue as given (undefined: their defaults), for the HTTP bodies the door reads. */
   readonly httpBodyBudgetBytes?: number | undefined;
   readonly httpJsonQueue?: number | undefined;
-  /** The body budget's count, shared with the main thread and the other doors (http/body-budget.ts); absent: the door's own. */
-  readonly httpBodyBudgetMemory?: SharedArrayBuffer | undefined;
+  /** The door's share (its slot) of the body budget's count, shared with the main thread and the other doors (http/body-budget.ts); absent: the door's own. */
+  readonly httpBodyBudgetMemory?: BodyBudgetShare | undefined;
   /** --grpc-ignore-idle-stream-frames (plaintext gRPC only, as on the main thread). */
   readonly grpcIgnoreIdleStreamFrames: boolean;
   /**
@@ -100,6 +102,6 @@ export type FromDoorMessage =
   /** Every call the door had open finished (after 'drain'). */
   | { readonly type: 'drained' }
   /** A batch of the door's requests on `model` `version` failed on the device: the main thread moves the version to CPU. */
-  | { readonly type: 'device-fault'; readonly model: string; readonly version: string; readonly fault: 'transient' | 'sticky'; readonly detail: string }
+  | { readonly type: 'device-fault'; readonly report: DeviceFaultReport }
   /** Catalog `generation` is the one served from now on; `served`: the versions it lists that this thread serves. */
   | { readonly type: 'catalog-taken'; readonly generation: number; readonly served: number };

@@ -5,9 +5,10 @@
  *
  * What a door thread does (issue 20): it takes the transport (TLS, HTTP/2
  * and HTTP/1 framing, connection options and timeouts, the admission from
- * headers) off the main thread; it serves gRPC ModelInfer itself for the
- * versions the main thread's door catalog lists (inference/door-catalog.ts:
- * batched numeric versions whose path is the run alone), into the same
+ * headers) off the main thread; it serves inference itself (gRPC ModelInfer,
+ * ModelStreamInfer requests, HTTP infer) for the versions the main thread's
+ * door catalog lists (inference/door-catalog.ts: batched numeric versions
+ * whose path is the run alone), into the same
  * native batchers, counting in shared statistics and metrics; and it
  * forwards every other call to the main thread's own servers over private
  * unix sockets (door-forwarding.ts), where the request path runs as with one
@@ -35,6 +36,7 @@ import type { Logger } from 'pino';
 import type { HandOff } from './door-acceptor.js';
 import { DOOR_COUNTERS, newDoorCounters, type DoorThreadSettings, type FromDoorMessage, type ToDoorMessage } from './door-thread-settings.js';
 import type { DoorCatalog } from '../inference/door-catalog.js';
+import type { DeviceFaultReport } from '../inference/door-inference.js';
 
 /**
  * `--front-door-threads auto`: one door thread per two cores (the other
@@ -64,7 +66,7 @@ export interface DoorThreadHooks {
   /** Door thread `index` exited: requests it had inside a version's gate will never leave. */
   readonly onExit?: (index: number) => void;
   /** A door's batch failed on the device (native executor): the version moves to CPU. */
-  readonly onDeviceFault?: (model: string, version: string, fault: 'transient' | 'sticky', detail: string) => void;
+  readonly onDeviceFault?: (report: DeviceFaultReport) => void;
 }
 
 /** One door thread's figures, read at scrape time. */
@@ -72,7 +74,7 @@ export interface DoorThreadFigures {
   readonly doorThread: number;
   /** Connections handed to this door (gRPC and HTTP), since start, replacements included. */
   readonly connections: number;
-  /** gRPC ModelInfer calls this door answered itself / forwarded to the main thread, since start, replacements included. */
+  /** Inference requests (gRPC ModelInfer, stream messages, HTTP infer) this door answered itself / forwarded to the main thread, since start, replacements included. */
   readonly servedInDoor: number;
   readonly forwarded: number;
 }
@@ -121,7 +123,7 @@ export class FrontDoorThreads {
     this.started = true;
     this.log.info(
       { front_door_threads: this.count },
-      'front-door threads serving: connections are handed round-robin; gRPC ModelInfer of the versions in the door catalog is served ' +
+      'front-door threads serving: connections are handed round-robin; inference on the versions in the door catalog is served ' +
         'in the threads, every other call is forwarded to the main thread',
     );
   }
@@ -246,7 +248,7 @@ export class FrontDoorThreads {
           return;
         }
         case 'device-fault':
-          this.hooks.onDeviceFault?.(message.model, message.version, message.fault, message.detail);
+          this.hooks.onDeviceFault?.(message.report);
           return;
         case 'catalog-taken':
           slot.catalogGeneration = Math.max(slot.catalogGeneration, message.generation);

@@ -362,7 +362,9 @@ class BodyIdleWatch implements SweptCall {
         this.stream.once('wantTrailers', () => this.resetSoon());
         // A peer that does not take the trailers (its window full) is reset by force a spell later
         // (a timer of its own: this is rare, and the watch has left the swept list).
-        setTimeout(() => this.stream.destroy(), this.options.timeoutMs).unref();
+        const force = setTimeout(() => this.stream.destroy(), this.options.timeoutMs).unref();
+        // Not kept past the stream's end: the timer would hold the stream and its buffers for the whole spell.
+        this.stream.once('close', () => clearTimeout(force));
         this.options.onIdle(event);
         return;
       }

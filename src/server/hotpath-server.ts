@@ -36,6 +36,7 @@ import type { ServerOptions } from './server-options.js';
 import { ServerHealth } from './server-health.js';
 import { doorTls, ServerDoors, type BoundPorts } from './server-doors.js';
 import { frontDoorThreadCount } from './door-threads.js';
+import { batcherOf } from '../batching/version-batcher.js';
 
 export type { ServerOptions } from './server-options.js';
 export { PortInUseError, type BoundPorts, type Door } from './server-doors.js';
@@ -113,8 +114,7 @@ export class HotpathServer {
     this.metrics = new ServerMetrics({
       versions: () => this.models.versions(),
       // The main thread's requests and those the front-door threads serve themselves (inside a version's gate).
-      inflightRequests: () =>
-        this.requestPath.runner.inflightRequests + this.models.versions().reduce((sum, version) => sum + version.doorRequests, 0),
+      inflightRequests: () => this.requestPath.runner.inflightRequests + this.requestPath.doorRequests,
       tenantLabels: options.metricsTenantLabels,
       cpuSampleIntervalMs: options.metricsIntervalMs,
       statisticsShards,
@@ -153,12 +153,12 @@ export class HotpathServer {
       },
       driftReport: (name, version, caller) => this.driftReport(name, version, caller),
       doorCatalog: (doors) => this.requestPath.doorCatalog(doors),
-      onDoorExit: (index) => {
-        for (const version of this.models.versions()) version.forgetDoor(index);
-      },
+      onDoorExit: (index) => this.requestPath.forgetDoor(index),
       // As the main thread's own batches do (version-batcher.ts): the version moves to CPU, and the catalog drops it.
-      onDoorDeviceFault: (model, label, fault, detail) => {
-        this.models.versions(model).find((version) => version.versionLabel === label)?.native?.fallBack(fault, detail);
+      onDoorDeviceFault: (report) => {
+        const version = this.models.versions(report.model).find((candidate) => candidate.versionLabel === report.version);
+        // Only the version whose batcher failed (not a reload's successor with the same label).
+        if (version !== undefined && batcherOf(version)?.id === report.batcher) version.native?.fallBack(report.fault, report.detail);
       },
     });
     this.patrol = options.patrol === undefined ? undefined : this.createPatrol(options.patrol);

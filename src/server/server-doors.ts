@@ -40,7 +40,7 @@ import { serverHandlers } from './handlers/server-handlers.js';
 import { unimplementedHandlers } from './handlers/unimplemented-handlers.js';
 import type { HealthProbes } from './http/health-endpoints.js';
 import { createRestHttpServer } from './http/rest-server.js';
-import { BodyBudget } from './http/body-budget.js';
+import { BodyBudget, doorThreadSlot, MAIN_THREAD_SLOT, type BodyBudgetShare } from './http/body-budget.js';
 import { ConnectionGate } from './connection-gate.js';
 import { GrpcListener } from './grpc-listener.js';
 import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
@@ -49,6 +49,7 @@ import type { ServerOptions } from './server-options.js';
 import { DoorAcceptor } from './door-acceptor.js';
 import { FrontDoorThreads, frontDoorThreadCount } from './door-threads.js';
 import type { DoorCatalog } from '../inference/door-catalog.js';
+import type { DeviceFaultReport } from '../inference/door-inference.js';
 import type { DoorThreadSettings } from './door-thread-settings.js';
 
 /** A door: the gRPC port, the HTTP port, the metrics port. */
@@ -99,7 +100,7 @@ export interface DoorParts {
   /** Door thread `index` exited (its requests inside the versions' gates no longer count). */
   readonly onDoorExit?: (index: number) => void;
   /** A door thread's batch failed on the device: the version moves to CPU (VersionExecutor.fallBack). */
-  readonly onDoorDeviceFault?: (model: string, version: string, fault: 'transient' | 'sticky', detail: string) => void;
+  readonly onDoorDeviceFault?: (report: DeviceFaultReport) => void;
 }
 
 export class ServerDoors {
@@ -275,11 +276,12 @@ export class ServerDoors {
         )
       : undefined;
     let httpForward: string | undefined;
-    // --http-body-budget bounds the bodies the main thread and every door thread hold, together.
-    const bodyBudgetMemory = BodyBudget.newMemory();
+    // --http-body-budget bounds the bodies the main thread and every door thread hold, together: one slot each.
+    const bodyBudgetMemory = BodyBudget.newMemory(1 + count);
+    const doorBudgetShare = (index: number): BodyBudgetShare => ({ memory: bodyBudgetMemory, slot: doorThreadSlot(index) });
     if (this.options.allowHttp && this.options.httpPort >= 0) {
       // The REST server without TLS (the door threads terminate it), reached only through the private socket.
-      const rest = this.restServer(undefined, bodyBudgetMemory);
+      const rest = this.restServer(undefined, { memory: bodyBudgetMemory, slot: MAIN_THREAD_SLOT });
       this.httpServers.push(rest);
       httpForward = await listenPrivate(rest, path.join(dir, 'http.sock'));
     }
@@ -294,7 +296,7 @@ export class ServerDoors {
       headerTimeoutMs: doors.headerTimeoutMs ?? DOOR_LIMIT_DEFAULTS.headerTimeoutMs,
       bodyIdleTimeoutMs: doors.bodyIdleTimeoutMs ?? DOOR_LIMIT_DEFAULTS.bodyIdleTimeoutMs,
       httpBodyBudgetBytes: doors.httpBodyBudgetBytes,
-      httpBodyBudgetMemory: bodyBudgetMemory,
+      httpBodyBudgetMemory: doorBudgetShare(index),
       httpJsonQueue: doors.httpJsonQueue,
       grpcIgnoreIdleStreamFrames: filter,
       access: {
@@ -309,7 +311,12 @@ export class ServerDoors {
     });
     const threads = new FrontDoorThreads(count, settingsOf, this.options.logger, {
       catalog: this.parts.doorCatalog,
-      onExit: this.parts.onDoorExit,
+      onExit: (index) => {
+        this.parts.onDoorExit?.(index);
+        // Leases the dead thread held are never released: their bytes go back to the budget here. FrontDoorThreads
+        // calls this before it starts a replacement, so the replacement starts its slot from 0.
+        BodyBudget.forgetThread(doorBudgetShare(index));
+      },
       onDeviceFault: this.parts.onDoorDeviceFault,
     });
     const acceptor = new DoorAcceptor(this.connectionGate, threads.handOff, this.options.logger);
@@ -354,7 +361,7 @@ export class ServerDoors {
   }
 
   /** The REST server (rest-server.ts); `tls` undefined: plain HTTP. */
-  private restServer(tls: ServerTls | undefined, bodyBudgetMemory?: SharedArrayBuffer): http.Server {
+  private restServer(tls: ServerTls | undefined, bodyBudgetMemory?: BodyBudgetShare): http.Server {
     const server = createRestHttpServer({
       tls: tls?.httpsOptions(),
       health: this.parts.probes,

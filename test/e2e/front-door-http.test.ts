@@ -13,10 +13,14 @@
  *     forwarded and answered as with one thread (answered_by="main");
  *   - a client that goes away before its request runs cancels it (a CANCELED
  *     failure), as with one thread;
- *   - --http-body-budget bounds the bodies all threads hold together;
+ *   - --http-body-budget bounds the bodies all threads hold together, and a
+ *     body a door thread read and hands back to the main thread is charged
+ *     once (the door releases it first), so one over half the budget passes;
  *   - a gzip body, and a reload under load (versions unloading while their
  *     requests are read or queued here: handed to the main thread with the
- *     body as read), fail no request.
+ *     body as read), fail no request; requests carrying the test-only
+ *     `hotpath_fault` parameter are handed back with their body every time
+ *     (door-inference.ts), so hand-backs with a body are sure to happen.
  */
 import { appendFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -47,6 +51,18 @@ function send(server: RunningServer, method: string, route: string, options: Htt
 }
 
 const jsonInfer = (values: number[]) => JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, values.length], data: values }] });
+
+/**
+ * A request a door thread reads and then always hands back to the main thread with its body: it carries the
+ * test-only `hotpath_fault` parameter (door-inference.ts), which the main thread refuses 400 (no
+ * --enable-fault-injection). `padding`: trailing spaces (still JSON), to make the body that large.
+ */
+const handedBackInfer = (values: number[], padding = 0) =>
+  JSON.stringify({
+    inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, values.length], data: values }],
+    parameters: { hotpath_fault: 'delay:1' },
+  }) + ' '.repeat(padding);
+const HANDED_BACK_ERROR = /parameter 'hotpath_fault' is refused: fault injection is disabled/;
 
 /** A binary-extension request: INPUT0 as raw FP32 bytes after the JSON header, OUTPUT0 asked for in binary. */
 function binaryInfer(values: number[]): { body: Buffer; headers: Record<string, string> } {
@@ -100,7 +116,8 @@ beforeAll(async () => {
     await appendFile(slow.configPath!, 'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 400000 }\n');
   });
   [doors, single] = await Promise.all([
-    startServer(repo.dir, ['--front-door-threads', '2', '--drain-timeout', '10', '--max-message-size', '65536']),
+    // The body budget equal to --max-message-size: a body over half of it, charged twice, would be refused.
+    startServer(repo.dir, ['--front-door-threads', '2', '--drain-timeout', '10', '--max-message-size', '65536', '--http-body-budget', '65536']),
     startServer(repo.dir, ['--max-message-size', '65536']),
   ]);
 });
@@ -265,7 +282,7 @@ describe('--front-door-threads 2, HTTP ModelInfer served in the door threads', (
   });
 
   it('holds --http-body-budget for all threads together', async () => {
-    // The budget is twice --max-message-size (131072 bytes): two bodies of 60000 bytes fit, a third does not,
+    // The budget is --max-message-size (65536 bytes): two bodies of 30000 bytes fit, a third does not,
     // whichever threads read them (three connections: both door threads take part).
     const connections = [ownConnection(), ownConnection(), ownConnection()];
     await untilServedInDoors(connections);
@@ -288,15 +305,48 @@ describe('--front-door-threads 2, HTTP ModelInfer served in the door threads', (
       });
       return { request, answered };
     });
-    partial[0]!.request.write(Buffer.alloc(60_000, 0x20));
-    partial[1]!.request.write(Buffer.alloc(60_000, 0x20));
+    partial[0]!.request.write(Buffer.alloc(30_000, 0x20));
+    partial[1]!.request.write(Buffer.alloc(30_000, 0x20));
     await new Promise((resolve) => setTimeout(resolve, 300));
-    partial[2]!.request.write(Buffer.alloc(60_000, 0x20));
+    partial[2]!.request.write(Buffer.alloc(30_000, 0x20));
     const third = await partial[2]!.answered;
     expect(third.status).toBe(503);
-    expect(JSON.parse(third.body).error).toMatch(/budget of 131072 bytes \(--http-body-budget\)/);
+    expect(JSON.parse(third.body).error).toMatch(/budget of 65536 bytes \(--http-body-budget\)/);
     for (const { request } of partial) request.destroy();
     for (const agent of connections) agent.destroy();
+  });
+
+  it('charges a body a door thread hands back to the main thread once, so one over half the budget is not refused', async () => {
+    const connections = [ownConnection(), ownConnection()];
+    await untilServedInDoors(connections);
+    // 40000 bytes, as sent and as inflated: with the door still holding it while the main thread reads it, 80000 (more for
+    // the gzip body: compressed and inflated) would pass the budget of 65536 bytes.
+    const body = handedBackInfer([1, 2], 40_000 - handedBackInfer([1, 2]).length);
+    expect(body.length).toBe(40_000);
+    const bodies: { name: string; body: Buffer; headers: Record<string, string> }[] = [
+      { name: 'identity', body: Buffer.from(body), headers: {} },
+      { name: 'gzip', body: gzipSync(body), headers: { 'content-encoding': 'gzip' } },
+    ];
+    const metricsBefore = await scrape(doors.metricsPort);
+    for (const [c, sent] of bodies.entries()) {
+      const headers = { 'x-request-id': `handed-back-${sent.name}`, ...sent.headers };
+      const [threaded, one] = await Promise.all([
+        send(doors, 'POST', '/v2/models/echo/infer', { body: sent.body, headers, agent: connections[c] }),
+        send(single, 'POST', '/v2/models/echo/infer', { body: sent.body, headers }),
+      ]);
+      // The main thread's answer: it read the whole body (the parameter inside it), within the budget.
+      expect({ name: sent.name, status: threaded.status, body: threaded.body.toString() }).toEqual({
+        name: sent.name,
+        status: one.status,
+        body: one.body.toString(),
+      });
+      expect(threaded.status).toBe(400);
+      expect(JSON.parse(threaded.body.toString()).error).toMatch(HANDED_BACK_ERROR);
+      expect(threaded.headers['x-request-id']).toBe(`handed-back-${sent.name}`);
+    }
+    const metrics = await scrape(doors.metricsPort);
+    expect(doorTotal(metrics, 'main') - doorTotal(metricsBefore, 'main')).toBe(bodies.length);
+    expect(doorTotal(metrics, 'door') - doorTotal(metricsBefore, 'door')).toBe(0);
   });
 
   it('takes a gzip body, and fails no request while the model reloads under load', async () => {
@@ -314,9 +364,26 @@ describe('--front-door-threads 2, HTTP ModelInfer served in the door threads', (
     let stop = false;
     const failures: unknown[] = [];
     let answered = 0;
+    let handedBack = 0;
     const load = connections.map(async (agent, c) => {
       for (let i = 0; !stop; i += 1) {
         const values = [c, i];
+        if (c === 0 && i % 3 === 2) {
+          // Handed back with its body by whichever door thread reads it (or forwarded whole while no catalog lists echo):
+          // the main thread answers it, having read its body whole.
+          try {
+            const answer = await send(doors, 'POST', '/v2/models/echo/infer', {
+              body: gzipSync(handedBackInfer(values)),
+              headers: { 'content-encoding': 'gzip' },
+              agent,
+            });
+            if (answer.status !== 400 || !HANDED_BACK_ERROR.test(answer.body.toString())) throw new Error(`${answer.status} ${answer.body.toString()}`);
+            handedBack += 1;
+          } catch (err) {
+            failures.push(err);
+          }
+          continue;
+        }
         const binary = i % 2 === 1;
         const request = binary ? binaryInfer(values) : { body: gzipSync(jsonInfer(values)), headers: { 'content-encoding': 'gzip' } };
         try {
@@ -339,11 +406,13 @@ describe('--front-door-threads 2, HTTP ModelInfer served in the door threads', (
     await Promise.all(load);
     expect(failures).toEqual([]);
     expect(answered).toBeGreaterThan(20);
+    expect(handedBack).toBeGreaterThan(2);
     // Each request counted once by its door thread: answered there, or handed to the main thread (the catalog
-    // without the version, or the version unloading once its body was read).
+    // without the version, the version unloading once its body was read, or the fault parameter).
     const metrics = await scrape(doors.metricsPort);
     const taken = (by: 'door' | 'main') => doorTotal(metrics, by) - doorTotal(metricsBefore, by);
-    expect(taken('door') + taken('main')).toBe(answered);
+    expect(taken('door') + taken('main')).toBe(answered + handedBack);
+    expect(taken('main')).toBeGreaterThanOrEqual(handedBack);
     expect(taken('door')).toBeGreaterThan(0);
   });
 });

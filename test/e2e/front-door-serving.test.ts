@@ -64,12 +64,16 @@ async function statsOf(client: TritonClient, model: string): Promise<Message> {
   return (await client.call('ModelStatistics', { name: model }))['model_stats'][0];
 }
 
-/** Sends on every connection until each door thread has answered one `model` request itself (the catalog arrived). */
+/**
+ * Sends on every connection until each door thread has answered at least one more request itself than when the
+ * call began (its catalog lists `model`); `connections` must reach both threads (two made one after the other do).
+ */
 async function untilServedInDoors(connections: TritonClient[], model: string): Promise<void> {
+  const start = await scrape(server.metricsPort);
   for (let round = 0; round < 100; round += 1) {
-    const metrics = await scrape(server.metricsPort);
-    if (answeredBy(metrics, 0, 'door') > 0 && answeredBy(metrics, 1, 'door') > 0) return;
     await Promise.all(connections.map((client) => client.call('ModelInfer', infer(model, [0]))));
+    const metrics = await scrape(server.metricsPort);
+    if ([0, 1].every((thread) => answeredBy(metrics, thread, 'door') > answeredBy(start, thread, 'door'))) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`the door threads never served '${model}' themselves`);

@@ -23,6 +23,7 @@ interface FakeOptions {
   readonly workerTarget?: boolean;
   readonly native?: { readonly active: boolean };
   readonly parameters?: Record<string, string>;
+  readonly preserveOrdering?: boolean;
 }
 
 /** A READY onnxruntime version with a natively fed batcher unless told otherwise. */
@@ -42,6 +43,7 @@ function fakeVersion(options: FakeOptions): ModelVersion {
       name: options.model,
       maxBatchSize: 8,
       parameters: Object.fromEntries(Object.entries(options.parameters ?? {}).map(([key, value]) => [key, { stringValue: value }])),
+      ...(options.preserveOrdering ? { schedulingChoice: { case: 'dynamicBatching', value: { preserveOrdering: true } } } : {}),
     }),
     batcher: options.batcher === false ? undefined : batcher,
     workerTarget: options.workerTarget === false ? undefined : {},
@@ -91,6 +93,7 @@ describe('buildDoorCatalog', () => {
       fakeVersion({ model: 'limited', tenant: 'capped' }),
       fakeVersion({ model: 'routed' }),
       fakeVersion({ model: 'faulty', parameters: { hotpath_fault_delay_ms: '5' } }),
+      fakeVersion({ model: 'ordered', preserveOrdering: true }),
       fakeVersion({ model: 'loading', state: 'LOADING' }),
     ];
     const catalog = buildDoorCatalog(
@@ -112,6 +115,7 @@ describe('buildDoorCatalog', () => {
       limited: "its tenant 'capped' has a rate or in-flight limit",
       routed: 'a route has its name',
       faulty: 'its config asks for test-only faults (hotpath_fault_* parameters)',
+      ordered: 'it preserves ordering (dynamic_batching.preserve_ordering)',
     });
   });
 

@@ -5,7 +5,9 @@
  * what it is sent. The door's DoorInference is replaced by a stand-in runner
  * (a DoorInference needs a natively fed batcher); what is under test is what
  * the door does with the runner's verdicts: answer here, forward as received,
- * or hand back with the body as read, each counted once.
+ * or hand back with the body as read (its charge to the body budget released
+ * first), each counted once; nothing is counted for a client gone before the
+ * hand-back.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -31,10 +33,14 @@ interface Received {
   readonly url: string | undefined;
   readonly headers: http.IncomingHttpHeaders;
   readonly body: Buffer;
+  /** The door's body budget when this request reached the main thread: what the door still held. */
+  readonly doorHeld: number;
 }
 
 /** What the stand-in runner does next, and what it saw. */
-let verdict: 'answer' | 'hand-back' = 'answer';
+let verdict: 'answer' | 'hand-back' | 'hand-back-once-gone' = 'answer';
+/** 'hand-back-once-gone': resolved just before the runner hands back the request of a client that went away. */
+let handingBack: () => void = () => {};
 let servesHere = true;
 const runs: { request: ModelInferRequest; context: InferContext; method: string | undefined }[] = [];
 const asked: { model: string; version: string; caller: Caller }[] = [];
@@ -49,6 +55,14 @@ const runner = {
   async infer(request: ModelInferRequest, context: InferContext, method?: string): Promise<ModelInferResponse> {
     runs.push({ request, context, method });
     if (verdict === 'hand-back') throw new ForwardToMainThread('the version is unloading');
+    if (verdict === 'hand-back-once-gone') {
+      for (let i = 0; context.cancelledAtMs?.() === undefined; i += 1) {
+        if (i === 400) throw new Error('the client never went away');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      handingBack();
+      throw new ForwardToMainThread('the version is unloading');
+    }
     return create(ModelInferResponseSchema, {
       modelName: request.modelName,
       modelVersion: '1',
@@ -64,15 +78,17 @@ let door: http.Server;
 let doorPort: number;
 let forwarding: HttpForwarding;
 let requests: DoorHttp;
+let bodies: ReturnType<typeof httpBodyLimits>;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'hotpath-door-http-'));
   const socketPath = path.join(dir, 'http.sock');
   main = http.createServer((request, response) => {
+    const doorHeld = bodies.budget!.inFlight;
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      received.push({ method: request.method, url: request.url, headers: request.headers, body: Buffer.concat(chunks) });
+      received.push({ method: request.method, url: request.url, headers: request.headers, body: Buffer.concat(chunks), doorHeld });
       response.writeHead(409, { 'content-type': 'application/json', 'x-request-id': 'main-answer' });
       response.end(JSON.stringify({ error: 'answered by the main thread' }));
     });
@@ -84,11 +100,12 @@ beforeAll(async () => {
     new RefusalLog(logger),
   );
   forwarding = new HttpForwarding(socketPath, admission);
+  bodies = httpBodyLimits(1024 * 1024, {});
   requests = new DoorHttp({
     served: runner,
     forwarding,
     admission,
-    bodies: httpBodyLimits(1024 * 1024, {}),
+    bodies,
     log: logger,
     framing: new RefusalLog(logger),
     count: (by) => counted.push(by),
@@ -163,13 +180,14 @@ describe('DoorHttp', () => {
     expect(runs).toEqual([]);
     expect(received).toHaveLength(1);
     expect(received[0]!.url).toBe('/v2/models/m/infer');
+    expect(received[0]!.doorHeld).toBe(0);
     expect(received[0]!.headers['content-encoding']).toBe('gzip');
     expect(received[0]!.body.equals(zipped)).toBe(true);
     expect(received[0]!.headers['x-forwarded-for']).toBe('127.0.0.1');
     expect(counted).toEqual(['main']);
   });
 
-  it('hands a request the runner gives back to the main thread with the body as read (inflated), counted once as the main thread’s', async () => {
+  it('hands a request the runner gives back to the main thread with the body as read (inflated), its charge released, counted once as the main thread’s', async () => {
     verdict = 'hand-back';
     const raw = Buffer.from(Float32Array.from([3, 4]).buffer);
     const json = Buffer.from(JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 2], parameters: { binary_data_size: 8 } }] }));
@@ -193,7 +211,37 @@ describe('DoorHttp', () => {
     expect(forwarded.headers['inference-header-content-length']).toBe(String(json.byteLength));
     expect(forwarded.headers['x-request-id']).toBe('abc');
     expect(forwarded.headers['x-forwarded-for']).toBe('127.0.0.1');
+    // The door released the body (compressed and inflated) before sending it: the main thread charges it once, as it reads it.
+    expect(forwarded.doorHeld).toBe(0);
     expect(counted).toEqual(['main']);
+    expect(bodies.budget!.inFlight).toBe(0);
+  });
+
+  it('counts nothing for a request to hand back whose client has gone, and sends it nowhere', async () => {
+    verdict = 'hand-back-once-gone';
+    const handedBack = new Promise<void>((resolve) => (handingBack = resolve));
+    const request = http.request({
+      host: '127.0.0.1',
+      port: doorPort,
+      method: 'POST',
+      path: '/v2/models/m/infer',
+      agent: false,
+      headers: { 'door-key': 'open', 'content-length': String(jsonInfer.byteLength) },
+    });
+    request.on('error', () => {});
+    request.end(jsonInfer);
+    for (let i = 0; runs.length === 0; i += 1) {
+      if (i === 400) throw new Error('the request never ran');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    request.destroy();
+    await handedBack;
+    // The endpoint's outcome is counted a few microtasks after the hand-back.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(runs).toHaveLength(1);
+    expect(received).toEqual([]);
+    expect(counted).toEqual([]);
+    expect(bodies.budget!.inFlight).toBe(0);
   });
 
   it('keeps a large JSON body intact for a hand-back after its parse off the event loop', async () => {

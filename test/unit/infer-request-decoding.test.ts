@@ -80,6 +80,23 @@ describe('the ModelInferRequest decoder', () => {
     expect(decodeModelInferRequest(bytes).inputs[0]!.shape).toEqual([2n, 3n, 4n]);
   });
 
+  it('decodes non-minimal encodings as fromBinary does: an over-long tag, a padded length, 9- and 10-byte dims', () => {
+    // model_name "m" with its tag as 0x8a 0x00 (field 1, wire type 2, one byte too many).
+    const longTag = Buffer.from([0x8a, 0x00, 0x01, 0x6d]);
+    // model_name "m" with its length 1 padded to 6 bytes.
+    const paddedLength = Buffer.from([0x0a, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00, 0x6d]);
+    // inputs: name "x", shape [2^56] (a 9-byte varint) and [2^63 - 1] (10 bytes, past 2^53).
+    const dim9 = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+    const dim10 = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+    const withDims = (dims: number[][]) => {
+      const input = Buffer.from([0x0a, 0x01, 0x78, ...dims.flatMap((dim) => [0x18, ...dim])]);
+      return Buffer.concat([Buffer.from([0x2a, input.length]), input]);
+    };
+    for (const [name, bytes] of Object.entries({ longTag, paddedLength, dim9: withDims([dim9]), dim10: withDims([dim10]), both: withDims([[0x02], dim9]) })) {
+      expectSameDecoding(bytes, name);
+    }
+  });
+
   it('leaves to fromBinary what it does not walk: parameters, typed contents, unknown fields, negative or huge dims', () => {
     const base = randomRequest(generator(9));
     const parameter = create(InferParameterSchema, { parameterChoice: { case: 'int64Param', value: 5n } });

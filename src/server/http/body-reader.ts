@@ -38,6 +38,18 @@ export interface BodyLimits {
   readonly idleTimeoutMs?: number | undefined;
 }
 
+/** A body as read, and its bytes' charge to the budget. */
+export interface HeldBody {
+  readonly bytes: Buffer;
+  /**
+   * Returns every byte charged for the body (received and inflated) to the
+   * budget now rather than when the answer is sent: for a body handed to
+   * another server, which charges it again as it reads it. Later calls, and
+   * the answer's, do nothing.
+   */
+  readonly release: () => void;
+}
+
 /**
  * Resolves with the whole body (an empty buffer when there is none); its
  * bytes stay charged to the budget until the answer is sent. `jsonBytes`:
@@ -45,16 +57,23 @@ export interface BodyLimits {
  * their values are counted as they arrive (json-body.ts JsonValueCounter),
  * so a JSON bomb is refused 400 before the body is whole.
  */
-export async function readBody({ request, response }: Exchange, limits: BodyLimits, jsonBytes = 0): Promise<Buffer> {
+export async function readBody(exchange: Exchange, limits: BodyLimits, jsonBytes = 0): Promise<Buffer> {
+  return (await readHeldBody(exchange, limits, jsonBytes)).bytes;
+}
+
+/** readBody, with the means to release the body's charge before the answer is sent (HeldBody.release). */
+export async function readHeldBody({ request, response }: Exchange, limits: BodyLimits, jsonBytes = 0): Promise<HeldBody> {
   const limitBytes = limits.maxBytes;
   const declared = declaredLength(request);
   if (declared !== undefined && declared > limitBytes) throw tooLarge(limitBytes, `a body of ${declared} bytes`);
   const lease = leaseFor(limits.budget, response);
   const scan = jsonScanner(jsonBytes);
+  const release = () => lease?.release();
   try {
     const encoding = contentEncoding(request);
     const body = await collect(request, limitBytes, lease, limits.idleTimeoutMs, encoding === 'identity' ? scan : undefined);
-    return encoding === 'identity' ? body : await inflate(encoding, body, limitBytes, lease, scan);
+    const bytes = encoding === 'identity' ? body : await inflate(encoding, body, limitBytes, lease, scan);
+    return { bytes, release };
   } catch (err) {
     lease?.release();
     // Paused, not drained: the answer closes the connection (see sendError).

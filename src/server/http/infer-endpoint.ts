@@ -16,7 +16,9 @@
  * (inference/door-inference.ts) with an InferHandOff: the requests that are
  * the main thread's go there instead, as received when that is known from
  * the URL and the caller, or with the body as read here when the runner
- * hands the request back after reading it (server/door-http.ts).
+ * hands the request back after reading it (server/door-http.ts), its
+ * charge to --http-body-budget released first (the other server charges the
+ * body as it reads it).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Metadata } from '@grpc/grpc-js';
@@ -26,7 +28,7 @@ import type { InferencePath } from '../../inference/infer-context.js';
 import { peerAddress, requestView } from '../../routing/arm-choice.js';
 import type { Caller } from '../../security/caller.js';
 import { REQUEST_ID_HEADER, requestContextFrom, TRACEPARENT_HEADER, type RequestContext } from '../request-context.js';
-import { parseJsonBody, readBody, type BodyLimits } from './body-reader.js';
+import { parseJsonBody, readHeldBody, type BodyLimits, type HeldBody } from './body-reader.js';
 import { HttpFramingError, sendBody, sendError, type Exchange } from './http-reply.js';
 import { show } from './json-body.js';
 import { decodeInferRequest, encodeInferResponse } from './tensor-codec.js';
@@ -53,17 +55,21 @@ export interface InferHandOff {
   /**
    * Sends the request on; the other server answers `response`. `body`:
    * undefined when nothing of it was read here (it streams on as received),
-   * else the whole body as read here (inflated).
+   * else the whole body as read here (inflated). Returns false when nothing
+   * was sent: the client had already gone, so no server answers or counts
+   * the request.
    */
-  send(exchange: Exchange, body?: Buffer): void;
+  send(exchange: Exchange, body?: Buffer): boolean;
 }
 
 /**
  * What became of a request: answered here (an answer or a failure), handed
- * on (InferHandOff.send), or refused by the admission before it reached the
- * request path. A framing refusal (413, 408, the budgets' 503) is thrown.
+ * on (InferHandOff.send), abandoned (to be handed on, but its client had
+ * gone: no server ran or counted it), or refused by the admission before it
+ * reached the request path. A framing refusal (413, 408, the budgets' 503)
+ * is thrown.
  */
-export type InferOutcome = 'answered' | 'handed-on' | 'refused';
+export type InferOutcome = 'answered' | 'handed-on' | 'abandoned' | 'refused';
 
 export class InferEndpoint {
   /** `runner`: the request path (only its infer is used); `handOff`: a front-door thread's, see InferHandOff. */
@@ -85,13 +91,13 @@ export class InferEndpoint {
       return 'refused';
     }
     if (this.handOff !== undefined && !this.handOff.servesHere(modelName, modelVersion, caller)) {
-      this.handOff.send({ request, response });
-      return 'handed-on';
+      return this.handOff.send({ request, response }) ? 'handed-on' : 'abandoned';
     }
-    let body: Buffer | undefined;
+    let held: HeldBody | undefined;
     try {
       const headerLength = inferenceHeaderLength(request);
-      body = await readBody({ request, response }, this.bodies, headerLength ?? Infinity);
+      held = await readHeldBody({ request, response }, this.bodies, headerLength ?? Infinity);
+      const body = held.bytes;
       // The JSON part parses off the event loop when large (json-parser.ts); a bad length is decodeInferRequest's to report.
       const jsonLength = headerLength ?? body.byteLength;
       const whole = headerLength === undefined;
@@ -121,9 +127,11 @@ export class InferEndpoint {
       // Framing refusals (413, 408, the budgets' 503) are answered and logged by the server (rest-server.ts).
       if (err instanceof HttpFramingError) throw err;
       // Only the runner hands a request on, so the body was read whole.
-      if (this.handOff !== undefined && body !== undefined && this.handOff.handsOn(err)) {
-        this.handOff.send({ request, response }, body);
-        return 'handed-on';
+      if (this.handOff !== undefined && held !== undefined && this.handOff.handsOn(err)) {
+        // The other server charges the body to the budget as it reads it: held here too, it would count twice
+        // (compressed and inflated, for a gzip body) and could be refused for its own bytes.
+        held.release();
+        return this.handOff.send({ request, response }, held.bytes) ? 'handed-on' : 'abandoned';
       }
       sendError(response, err);
       return 'answered';

@@ -31,7 +31,7 @@ import { echo } from '../../common/echo.js';
 import { applyHttpConnectionLimits, type ConnectionLimits } from '../../security/connection-limits.js';
 import type { InferencePath } from '../../inference/infer-context.js';
 import { answerExpectContinue, type BodyLimits } from './body-reader.js';
-import { BodyBudget } from './body-budget.js';
+import { BodyBudget, type BodyBudgetShare } from './body-budget.js';
 import { JsonParser } from './json-parser.js';
 import { DOOR_LIMIT_DEFAULTS, type DoorLimits } from '../../security/door-limits.js';
 import { answerHealthz, answerLive, answerReady, type HealthProbes } from './health-endpoints.js';
@@ -60,8 +60,8 @@ export interface RestServerOptions {
   readonly connections?: ConnectionLimits | undefined;
   /** Body budget, JSON parse queue, header and body-idle timeouts (security/door-limits.ts); defaults there. */
   readonly doors?: DoorLimits | undefined;
-  /** With front-door threads: the body budget's count, shared with every door thread (body-budget.ts); absent: its own. */
-  readonly bodyBudgetMemory?: SharedArrayBuffer | undefined;
+  /** With front-door threads: the main thread's share of the body budget's count, shared with every door thread (body-budget.ts); absent: its own. */
+  readonly bodyBudgetMemory?: BodyBudgetShare | undefined;
   /** GET /v2/models/{m}[/versions/{v}]/drift: the model's drift report (throws NOT_FOUND for an unknown model). */
   readonly driftReport?: ((name: string, version: string, caller: Caller) => Promise<unknown>) | undefined;
 }
@@ -116,11 +116,11 @@ export function createRestHttpServer(options: RestServerOptions): http.Server {
 /**
  * One door's body limits (--max-message-size, --http-body-budget,
  * --http-json-queue, --body-idle-timeout): the main thread's REST server and
- * each front-door thread build their own, the same way; `budgetMemory` (a
- * BodyBudget's `memory`) shares one budget between them. The JsonParser's
+ * each front-door thread build their own, the same way; `budgetMemory` (each
+ * thread's BodyBudgetShare of one memory) shares one budget between them. The JsonParser's
  * worker is the caller's to close.
  */
-export function httpBodyLimits(maxMessageBytes: number, doors: DoorLimits, budgetMemory?: SharedArrayBuffer): BodyLimits {
+export function httpBodyLimits(maxMessageBytes: number, doors: DoorLimits, budgetMemory?: BodyBudgetShare): BodyLimits {
   return {
     maxBytes: maxMessageBytes,
     budget: new BodyBudget(Math.max(doors.httpBodyBudgetBytes ?? 2 * maxMessageBytes, maxMessageBytes), budgetMemory),
