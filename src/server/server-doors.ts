@@ -252,7 +252,8 @@ export class ServerDoors {
   /**
    * `--front-door-threads N` (N > 1): the main thread binds the public gRPC
    * and HTTP ports with the acceptor (door-acceptor.ts), which hands each
-   * connection to a door thread; the door threads forward every call to this
+   * connection to a door thread; the door threads serve inference on the
+   * door catalog's versions themselves and forward every other call to this
    * thread's own gRPC server and REST server, which listen only on unix
    * sockets in a private folder (mode 0700). Connections are counted once,
    * at the acceptor; the private sockets are not gated. The metrics port is
