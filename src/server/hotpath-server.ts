@@ -129,6 +129,8 @@ export class HotpathServer {
       modelDir: (model) => this.modelDir(model),
       onDegradedChange: () => this.refreshHealth(),
       onRoutesSwapped: () => this.doors.publishDoorCatalog(),
+      // The main thread and each door thread admit requests: one shard each (as the statistics).
+      admittingThreads: statisticsShards,
     });
     this.drift = this.requestPath.drift;
     this.health = new ServerHealth({

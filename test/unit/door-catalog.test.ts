@@ -56,7 +56,6 @@ function sources(versions: ModelVersion[], overrides: Partial<DoorCatalogSources
     latest: (model) =>
       versions.filter((v) => v.modelName === model && v.state === 'READY').sort((a, b) => Number(b.versionLabel) - Number(a.versionLabel))[0],
     runOnly: () => true,
-    tenantLimited: () => false,
     routeNames: () => [],
     faultInjection: false,
     doors: 2,
@@ -88,7 +87,6 @@ describe('buildDoorCatalog', () => {
       fakeVersion({ model: 'no_target', workerTarget: false }),
       fakeVersion({ model: 'on_cpu', native: { active: false } }),
       fakeVersion({ model: 'cached' }),
-      fakeVersion({ model: 'limited', tenant: 'capped' }),
       fakeVersion({ model: 'routed' }),
       fakeVersion({ model: 'faulty', parameters: { hotpath_fault_delay_ms: '5' } }),
       fakeVersion({ model: 'loading', state: 'LOADING' }),
@@ -96,7 +94,6 @@ describe('buildDoorCatalog', () => {
     const catalog = buildDoorCatalog(
       sources(versions, {
         runOnly: (version) => version.modelName !== 'cached',
-        tenantLimited: (tenant) => tenant === 'capped',
         routeNames: () => ['routed'],
         faultInjection: true,
       }),
@@ -109,7 +106,6 @@ describe('buildDoorCatalog', () => {
       no_target: 'its batches run through the main thread (no native worker target)',
       on_cpu: 'it runs on onnxruntime on CPU after a device fault: its batches run through the main thread',
       cached: 'its path has a response cache, drift or archive step',
-      limited: "its tenant 'capped' has a rate or in-flight limit",
       routed: 'a route has its name',
       faulty: 'its config asks for test-only faults (hotpath_fault_* parameters)',
     });
