@@ -9,8 +9,10 @@
  *     serve answered by the main thread in their place;
  *   - ModelStatistics and the metrics equal the requests sent, exactly, at the
  *     moment of the call (shared counters, no flush);
- *   - a tenant's in-flight limit holds exactly across threads (its model is
- *     served by the main thread, which counts the tenant once);
+ *   - a tenant's in-flight limit and its rate limit hold exactly across
+ *     threads while the door threads answer its requests themselves (the
+ *     main thread's limiter is shared with them), every refusal counted in
+ *     hotpath_tenant_rejected_total;
  *   - a cache hit crosses threads (a cached model's requests go to the main
  *     thread's one cache);
  *   - a reload under load fails no request, and the door threads serve the
@@ -57,6 +59,15 @@ async function identity(dir: string, name: string, config: string): Promise<void
   await appendFile(written.configPath!, config);
 }
 
+/** The 'metered' tenant's bucket size. */
+const METERED_BURST = 6;
+
+const rejectedOf = (metrics: Map<string, number>, tenant: string, reason: 'rate' | 'inflight') =>
+  metrics.get(`hotpath_tenant_rejected_total{tenant="${tenant}",reason="${reason}"}`) ?? 0;
+
+/** Requests both door threads answered themselves / forwarded to the main thread. */
+const inDoors = (metrics: Map<string, number>, by: 'door' | 'main') => answeredBy(metrics, 0, by) + answeredBy(metrics, 1, by);
+
 const answeredBy = (metrics: Map<string, number>, thread: number, by: 'door' | 'main') =>
   metrics.get(`hotpath_door_model_infer_total{door_thread="${thread}",answered_by="${by}"}`) ?? 0;
 
@@ -78,7 +89,16 @@ async function untilServedInDoors(connections: TritonClient[], model: string): P
 beforeAll(async () => {
   secrets = await mkdtemp(path.join(os.tmpdir(), 'hotpath-door-serving-'));
   const tenantsFile = path.join(secrets, 'tenants.json');
-  await writeFile(tenantsFile, JSON.stringify({ tenants: { capped: { quota: '64MiB', max_inflight: 2 } } }));
+  await writeFile(
+    tenantsFile,
+    JSON.stringify({
+      tenants: {
+        capped: { quota: '64MiB', max_inflight: 2 },
+        // A bucket of METERED_BURST that refills one request in 1000 s: none refills during the test.
+        metered: { quota: '64MiB', rate: 0.001, burst: METERED_BURST },
+      },
+    }),
+  );
   repo = await tempRepository(async (dir) => {
     await identity(dir, 'echo', 'dynamic_batching { max_queue_delay_microseconds: 100 }\n');
     await identity(dir, 'slow', 'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 400000 }\n');
@@ -88,6 +108,11 @@ beforeAll(async () => {
       'capped_slow',
       'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 400000 }\n' +
         'parameters { key: "tenant" value: { string_value: "capped" } }\n',
+    );
+    await identity(
+      dir,
+      'metered',
+      'dynamic_batching { max_queue_delay_microseconds: 100 }\nparameters { key: "tenant" value: { string_value: "metered" } }\n',
     );
   });
   server = await startServer(repo.dir, [
@@ -195,12 +220,13 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     expect(Number(cachedAfter.inference_stats.success.count) - Number(cachedBefore.inference_stats.success.count)).toBe(1);
   });
 
-  it("holds a tenant's in-flight limit exactly across both threads", async () => {
-    // Two connections, one per thread; four requests that wait in the batcher for up to 400 ms.
+  it("holds a tenant's in-flight limit exactly across both threads, answering in the doors", async () => {
+    // Two connections, one per thread (the acceptor hands them round-robin); the catalog has reached both.
     const a = ownConnection();
-    await a.call('ServerLive', {});
     const b = ownConnection();
-    await b.call('ServerLive', {});
+    await untilServedInDoors([a, b], 'echo');
+    const before = await scrape(server.metricsPort);
+    // Four requests that wait in the batcher for up to 400 ms: two hold the tenant's places while the others arrive.
     const outcomes = await Promise.allSettled([a, b, a, b].map((client, i) => client.call('ModelInfer', infer('capped_slow', [i]))));
     const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(2);
@@ -208,8 +234,43 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     for (const outcome of refused) {
       const error = (outcome as PromiseRejectedResult).reason as grpc.ServiceError;
       expect(error.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
-      expect(error.details).toMatch(/capped/);
+      expect(error.details).toMatch(/tenant 'capped' is over its in-flight limit \(max_inflight 2 in the tenants file\)/);
     }
+    const after = await scrape(server.metricsPort);
+    // All four answered by the door threads (none forwarded), the two refusals counted once each.
+    expect(inDoors(after, 'door') - inDoors(before, 'door')).toBe(4);
+    expect(inDoors(after, 'main') - inDoors(before, 'main')).toBe(0);
+    expect(rejectedOf(after, 'capped', 'inflight') - rejectedOf(before, 'capped', 'inflight')).toBe(2);
+  });
+
+  it("holds a tenant's rate limit exactly across both threads: the burst is admitted, every other request refused and counted", async () => {
+    const a = ownConnection();
+    const b = ownConnection();
+    await untilServedInDoors([a, b], 'echo');
+    const before = await scrape(server.metricsPort);
+    // Twice the burst, half on each thread, all at once.
+    const sent = 2 * METERED_BURST;
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: sent }, (_, i) => (i % 2 === 0 ? a : b).call('ModelInfer', infer('metered', [i]))),
+    );
+    const answered = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+    expect(answered).toHaveLength(METERED_BURST);
+    for (const outcome of refused) {
+      const error = (outcome as PromiseRejectedResult).reason as grpc.ServiceError;
+      expect(error.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(error.details).toMatch(/tenant 'metered' is over its request rate limit \(rate 0\.001 requests\/s, burst 6 in the tenants file\)/);
+    }
+    const after = await scrape(server.metricsPort);
+    expect(rejectedOf(after, 'metered', 'rate') - rejectedOf(before, 'metered', 'rate')).toBe(sent - METERED_BURST);
+    expect(inDoors(after, 'door') - inDoors(before, 'door')).toBe(sent);
+    // Both threads took their half.
+    expect(answeredBy(after, 0, 'door') - answeredBy(before, 0, 'door')).toBe(sent / 2);
+    expect(answeredBy(after, 1, 'door') - answeredBy(before, 1, 'door')).toBe(sent / 2);
+    // ModelStatistics counts the refusals as the main thread does (failures of the version).
+    const stats = await statsOf(a, 'metered');
+    expect(Number(stats.inference_stats.success.count)).toBe(METERED_BURST);
+    expect(Number(stats.inference_stats.fail.count)).toBe(sent - METERED_BURST);
   });
 
   it('crosses threads with a cache hit: one miss, then a hit from the other thread', async () => {
