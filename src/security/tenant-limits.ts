@@ -23,7 +23,7 @@
  * - **Local** (`new TenantLimiter(specs)`): plain fields on the one thread
  *   that admits (the main thread when the server has no front-door threads).
  *   Nothing is shared, and a request costs what it always did.
- * - **Shared** (`TenantLimiter.shared(specs, {shards})` on the main thread,
+ * - **Shared** (`new TenantLimiter(specs, {shards})` on the main thread,
  *   `TenantLimiter.attach(limiter.share(), {shard})` on each front-door
  *   thread): every tenant's counts live in one SharedArrayBuffer, so the
  *   limits hold for the whole process, exactly, whichever thread admits.
