@@ -34,9 +34,10 @@
  *   - Rate: the bucket's tokens and last refill (two Float64 per tenant)
  *     change together, which one CAS cannot do, so they are read and written
  *     under a per-tenant lock: an Int32 taken by Atomics.compareExchange
- *     0 → 1 and freed by Atomics.store 0 (+ notify). The section inside is a
- *     few float operations with no allocation, call or throw (the message is
- *     built after the unlock), so a waiter spins briefly; after
+ *     0 → 1 and freed by Atomics.exchange to 0 (a notify only when a waiter
+ *     marked it 2). The section inside is a few float operations with no
+ *     allocation or throw (the message is built after the unlock), so a
+ *     waiter spins briefly; after
  *     SPINS_BEFORE_WAIT tries (the holder's thread was descheduled) it
  *     sleeps in Atomics.wait for at most LOCK_WAIT_MS, then tries again. A
  *     rate-limited tenant's in-flight check and count happen under the same
