@@ -55,6 +55,13 @@
  *     may have stepped in between.) A reading behind the bucket's last
  *     refill (another thread's, microseconds of offset noise) adds nothing
  *     and never takes tokens away.
+ *   - Each thread also counts its own share of every tenant's in-flight
+ *     count (an Int32 per shard and tenant, next to the total): a door
+ *     thread that dies holding requests never releases them, so the main
+ *     thread takes its share off the totals (`releaseShard`) when it sees the
+ *     exit, before a replacement attaches the same shard. (A thread
+ *     terminated between the two adds of one admission leaves that one
+ *     request counted: a window of two instructions.)
  *   - Refusals are counted in the buffer too, one Float64 window per shard
  *     (shard 0: the main thread; shard i + 1: door thread i), each written
  *     by its own thread only; `rejections()` sums them at scrape time, so a
@@ -205,8 +212,9 @@ export class TenantLimiter {
     const floats = new Float64Array(data.memory, 0, tenantCount * FLOATS_PER_TENANT);
     const window = tenantCount * TENANT_LIMIT_REASONS.length;
     this.sharing = { data, counts: new Float64Array(data.memory, countsOffset(tenantCount) + shard * window * 8, window) };
+    const held = new Int32Array(data.memory, heldOffset(tenantCount, data.shards) + shard * tenantCount * 4, tenantCount);
     checkedSpecs(data.specs).forEach(({ spec, burst }, index) => {
-      this.tenants.set(spec.tenant, new SharedSlot(spec.rate, burst, spec.maxInflight, ints, floats, index));
+      this.tenants.set(spec.tenant, new SharedSlot(spec.rate, burst, spec.maxInflight, ints, floats, held, index));
     });
   }
 
@@ -292,6 +300,26 @@ export class TenantLimiter {
   /** The tenant's tokens now (fractional), or undefined without a rate limit. */
   tokens(tenant: string): number | undefined {
     return this.tenants.get(tenant)?.tokens(this.now);
+  }
+
+  /**
+   * Shared mode: a thread that admitted with `shard` exited (a door thread
+   * that died): the requests it held never release, so its share of every
+   * tenant's in-flight count is taken off here, before a replacement
+   * attaches the same shard. Main thread; does nothing in local mode.
+   */
+  releaseShard(shard: number): void {
+    if (this.sharing === undefined) return;
+    const { specs, shards, memory } = this.sharing.data;
+    if (!(Number.isSafeInteger(shard) && shard >= 1 && shard < shards)) {
+      throw new RangeError(`tenant limits: 'shard': expected an integer in 1..${shards - 1}, got ${String(shard)}`);
+    }
+    const ints = new Int32Array(memory, intsOffset(specs.length), specs.length * INTS_PER_TENANT);
+    const held = new Int32Array(memory, heldOffset(specs.length, shards) + shard * specs.length * 4, specs.length);
+    for (let index = 0; index < specs.length; index += 1) {
+      const lost = Atomics.exchange(held, index, 0);
+      if (lost !== 0) Atomics.sub(ints, index * INTS_PER_TENANT + INFLIGHT, lost);
+    }
   }
 
   /** Shared mode: every thread's refusals so far, summed over the shards (the scrape); undefined in local mode. */
@@ -399,6 +427,8 @@ class SharedSlot implements TenantSlot {
     readonly maxInflight: number | undefined,
     private readonly ints: Int32Array,
     private readonly floats: Float64Array,
+    /** This thread's own share of each tenant's in-flight count (releaseShard takes a dead thread's off). */
+    private readonly held: Int32Array,
     readonly index: number,
   ) {
     this.inflightAt = index * INTS_PER_TENANT + INFLIGHT;
@@ -414,7 +444,10 @@ class SharedSlot implements TenantSlot {
       for (;;) {
         const inflight = Atomics.load(this.ints, this.inflightAt);
         if (max !== undefined && inflight >= max) return { reason: 'inflight', inflight };
-        if (Atomics.compareExchange(this.ints, this.inflightAt, inflight, inflight + 1) === inflight) return undefined;
+        if (Atomics.compareExchange(this.ints, this.inflightAt, inflight, inflight + 1) === inflight) {
+          Atomics.add(this.held, this.index, 1);
+          return undefined;
+        }
       }
     }
     // Read before the lock: the section stays as short as it can be.
@@ -435,6 +468,7 @@ class SharedSlot implements TenantSlot {
     this.floats[this.tokensAt] = tokens - 1;
     Atomics.add(this.ints, this.inflightAt, 1);
     this.unlock();
+    Atomics.add(this.held, this.index, 1);
     return undefined;
   }
 
@@ -450,6 +484,7 @@ class SharedSlot implements TenantSlot {
   }
 
   release(): void {
+    Atomics.sub(this.held, this.index, 1);
     Atomics.sub(this.ints, this.inflightAt, 1);
   }
 
@@ -503,7 +538,8 @@ class SharedSlot implements TenantSlot {
 }
 
 // The shared buffer: [tokens, refilled at] float64 per tenant; then [in flight, lock] int32 per tenant;
-// then the refusal counts, one float64 window per shard of (tenant, reason) cells.
+// then the refusal counts, one float64 window per shard of (tenant, reason) cells; then each shard's
+// own share of the in-flight counts, one int32 per tenant.
 const FLOATS_PER_TENANT = 2;
 const TOKENS = 0;
 const REFILLED_AT = 1;
@@ -527,8 +563,14 @@ function countsOffset(tenants: number): number {
   return intsOffset(tenants) + tenants * INTS_PER_TENANT * 4;
 }
 
+/** Each shard's own in-flight counts (int32 per tenant), after the refusal counts. */
+function heldOffset(tenants: number, shards: number): number {
+  return countsOffset(tenants) + shards * tenants * TENANT_LIMIT_REASONS.length * 8;
+}
+
 function sharedBytes(tenants: number, shards: number): number {
-  return Math.max(8, countsOffset(tenants) + shards * tenants * TENANT_LIMIT_REASONS.length * 8);
+  // Whole float64 words, so the buffer can be viewed as one Float64Array.
+  return Math.max(8, Math.ceil((heldOffset(tenants, shards) + shards * tenants * 4) / 8) * 8);
 }
 
 /**

@@ -157,6 +157,8 @@ export class HotpathServer {
       doorCatalog: (doors) => this.requestPath.doorCatalog(doors),
       onDoorExit: (index) => {
         for (const version of this.models.versions()) version.forgetDoor(index);
+        // Its admitted requests never release: their places in their tenants' in-flight counts are freed.
+        this.requestPath.limits?.releaseShard(index + 1);
       },
       // As the main thread's own batches do (version-batcher.ts): the version moves to CPU, and the catalog drops it.
       onDoorDeviceFault: (model, label, fault, detail) => {

@@ -143,6 +143,36 @@ describe('shared tenant limits across worker threads', () => {
   });
 });
 
+describe('a thread that exits holding requests', () => {
+  it('frees its share of the in-flight count with releaseShard, and only its share', async () => {
+    const limiter = new TenantLimiter([{ tenant: 'capped', maxInflight: 3 }, { tenant: 'metered', rate: 0.001, burst: 10, maxInflight: 5 }], { shards: 3 });
+    const mainHold = limiter.admit('capped');
+    // Door thread 1 admits two of each tenant and exits without releasing them (a thread that died mid-request).
+    const code = `
+      const { workerData: data } = require('node:worker_threads');
+      import(data.module).then(({ TenantLimiter }) => {
+        const door = TenantLimiter.attach(data.limits, { shard: 1 });
+        for (const tenant of ['capped', 'capped', 'metered', 'metered']) door.admit(tenant);
+        process.exit(0);
+      });`;
+    const worker = new Worker(code, { eval: true, workerData: { module: compiled, limits: limiter.share() } });
+    await new Promise((resolve) => worker.once('exit', resolve));
+    expect(limiter.inflight('capped')).toBe(3);
+    expect(limiter.inflight('metered')).toBe(2);
+    expect(() => limiter.admit('capped')).toThrow(/over its in-flight limit/);
+    limiter.releaseShard(1);
+    expect(limiter.inflight('capped')).toBe(1); // the main thread's own request still holds its place
+    expect(limiter.inflight('metered')).toBe(0);
+    // Tokens are not given back: the requests did take them.
+    expect(limiter.tokens('metered')).toBeLessThan(9);
+    limiter.releaseShard(1);
+    expect(limiter.inflight('capped')).toBe(1);
+    mainHold();
+    expect(limiter.inflight('capped')).toBe(0);
+    expect(() => limiter.releaseShard(0)).toThrow("tenant limits: 'shard': expected an integer in 1..2, got 0");
+  });
+});
+
 /** A clock the test moves by hand. */
 function fakeClock(startMs = 1000) {
   let nowMs = startMs;
