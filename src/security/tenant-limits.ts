@@ -163,7 +163,11 @@ interface TenantSlot {
 
 const NOTHING_TO_RELEASE: AdmissionRelease = () => {};
 
-/** Set only by `attach`: the shared state this limiter views and its shard. */
+/**
+ * Set only by `attach`, for the one constructor call it makes (read and
+ * cleared at once, synchronously): the shared state the new limiter views
+ * and its shard. So the public constructor keeps the signature embedders use.
+ */
 let attaching: { readonly shared: SharedTenantLimits; readonly shard: number } | undefined;
 
 export class TenantLimiter {
