@@ -13,6 +13,8 @@
  *     threads while the door threads answer its requests themselves (the
  *     main thread's limiter is shared with them), every refusal counted in
  *     hotpath_tenant_rejected_total;
+ *   - with API keys, a door thread's admission refuses a call over its
+ *     tenant's limits from the metadata, before the request is read;
  *   - a cache hit crosses threads (a cached model's requests go to the main
  *     thread's one cache);
  *   - a reload under load fails no request, and the door threads serve the
@@ -29,6 +31,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
+import { keyHash } from '../../src/security/api-keys.js';
 import { tempRepository } from './helpers/repositories.js';
 import { scrape } from './helpers/probes.js';
 import { startServer, type RunningServer } from './helpers/server-process.js';
@@ -342,5 +345,68 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     expect(answers.map((m) => m['id'])).toEqual(['a', 'b']);
     expect(await exited).toBe(0);
     expect(server.logs.some((line) => line['msg'] === 'stopped' && line['graceful'] === true)).toBe(true);
+  });
+});
+
+describe('--front-door-threads 2 with API keys: the door admission checks the caller tenant limits', () => {
+  const KEY = 'door-limits-key-5b1e0c2a';
+  let keyed: RunningServer;
+  let keyedRepo: { dir: string; remove: () => Promise<void> };
+  let keyedSecrets: string;
+  const keyedClients: TritonClient[] = [];
+
+  beforeAll(async () => {
+    keyedSecrets = await mkdtemp(path.join(os.tmpdir(), 'hotpath-door-keys-'));
+    const tenantsFile = path.join(keyedSecrets, 'tenants.json');
+    await writeFile(tenantsFile, JSON.stringify({ tenants: { keyed: { quota: '64MiB', max_inflight: 1, keys: [keyHash(KEY)] } } }));
+    keyedRepo = await tempRepository(async (dir) => {
+      // A request waits up to 1 s in the batcher for company: it holds the tenant's one place that long.
+      await identity(
+        dir,
+        'keyed_slow',
+        'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 1000000 }\n' +
+          'parameters { key: "tenant" value: { string_value: "keyed" } }\n',
+      );
+    });
+    keyed = await startServer(keyedRepo.dir, ['--front-door-threads', '2', '--tenants-file', tenantsFile, '--require-api-key']);
+  });
+
+  afterAll(async () => {
+    for (const client of keyedClients) client.close();
+    await keyed?.stop();
+    await keyedRepo?.remove();
+    if (keyedSecrets !== undefined) await rm(keyedSecrets, { recursive: true, force: true });
+  });
+
+  it('refuses a call over its tenant limit from the metadata, in the other door thread, before its request is read', async () => {
+    const bearer = new grpc.Metadata();
+    bearer.set('authorization', `Bearer ${KEY}`);
+    const connect = () => {
+      const client = new TritonClient(keyed.grpcAddress, { 'grpc.use_local_subchannel_pool': 1 });
+      keyedClients.push(client);
+      return client;
+    };
+    // One connection per door thread (handed round-robin); both threads serve from the catalog by now.
+    const a = connect();
+    const b = connect();
+    await Promise.all([a.call('ServerLive', {}, bearer), b.call('ServerLive', {}, bearer)]);
+    // (Each thread got the catalog, with keyed_slow, in the message after its 'ready', before any connection.)
+    const before = await scrape(keyed.metricsPort);
+    const held = a.call('ModelInfer', infer('keyed_slow', [1]), bearer);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const refused = await b.call('ModelInfer', infer('keyed_slow', [2]), bearer).then(
+      () => undefined,
+      (err: grpc.ServiceError) => err,
+    );
+    expect(refused?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(refused?.details).toMatch(/^tenant 'keyed' is over its in-flight limit \(max_inflight 1 in the tenants file\): 1 of its requests are already in flight/);
+    expect([...readF32((await held)['raw_output_contents'][0])]).toEqual([1]);
+    const after = await scrape(keyed.metricsPort);
+    // The held request was answered in its door; the refused one never reached a handler (no door answer, no failure statistics).
+    expect(inDoors(after, 'door') - inDoors(before, 'door')).toBe(1);
+    expect(inDoors(after, 'main') - inDoors(before, 'main')).toBe(0);
+    expect(rejectedOf(after, 'keyed', 'inflight') - rejectedOf(before, 'keyed', 'inflight')).toBe(1);
+    const stats = (await a.call('ModelStatistics', { name: 'keyed_slow' }, bearer))['model_stats'][0];
+    expect(Number(stats.inference_stats.fail.count)).toBe(0);
   });
 });
