@@ -43,18 +43,19 @@
  *     rate-limited tenant's in-flight check and count happen under the same
  *     lock (a request refused for its rate must not hold an in-flight place,
  *     even briefly, that another thread would see); release stays lock-free.
- *   - The clock: each worker thread's performance.now() counts from its own
- *     origin (the thread's start), so two threads' readings are not
- *     comparable. process.hrtime() reads the same CLOCK_MONOTONIC in every
- *     thread of the process (libuv uv_hrtime) but allocates an array per
- *     call; so each thread measures once, at construction, the offset from
- *     its performance.now() to hrtime (both are uv_hrtime underneath, the
- *     offset is fixed) and reads `performance.now() + offset`: process-wide
- *     monotonic, at performance.now()'s cost. (performance.timeOrigin + now()
- *     would mix in the wall clock each thread read at its start, which NTP
- *     may have stepped in between.) A reading behind the bucket's last
- *     refill (another thread's, microseconds of offset noise) adds nothing
- *     and never takes tokens away.
+ *   - The clock: performance.now() is not one clock across threads. The
+ *     web platform gives each worker its own time origin; Node 20 reports
+ *     the process's timeOrigin in a worker but counts its now() from a base
+ *     of its own (measured on this machine: a worker's reading and the main
+ *     thread's, each against process.hrtime(), stood 0.01 to 0.45 ms apart,
+ *     either sign), and (performance.timeOrigin + now()) would also mix in
+ *     the wall clock each thread read at its start. process.hrtime() reads
+ *     the same CLOCK_MONOTONIC in every thread (libuv's uv_hrtime) but
+ *     allocates an array per call; so each thread measures once, when it
+ *     builds its limiter, its offset from performance.now() to hrtime and
+ *     reads `performance.now() + offset`: one process-wide monotonic clock,
+ *     at performance.now()'s cost. A reading a hair behind the bucket's last
+ *     refill (another thread's) adds nothing and never takes tokens away.
  *   - Each thread also counts its own share of every tenant's in-flight
  *     count (an Int32 per shard and tenant, next to the total): a door
  *     thread that dies holding requests never releases them, so the main

@@ -143,6 +143,42 @@ describe('shared tenant limits across worker threads', () => {
   });
 });
 
+describe('the clock across threads', () => {
+  it("refills by the time that passed, whichever thread reads: one process-wide clock, not each thread's own origin", async () => {
+    // 1 token per ms, so a clock that differs between threads shows as tokens: read on the main thread just
+    // after the worker drained the bucket, it holds what refilled in between, within 1 ms. (Each thread's own
+    // performance.now() differs by up to about 0.5 ms on Node 20, and by the threads' start times where each
+    // worker has its own origin.)
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const limiter = new TenantLimiter([{ tenant: 'fast', rate: 1000, burst: 1000 }], { shards: 2 });
+    const code = `
+      const { parentPort, workerData: data } = require('node:worker_threads');
+      import(data.module).then(({ TenantLimiter }) => {
+        const door = TenantLimiter.attach(data.limits, { shard: 1 });
+        let admitted = 0;
+        for (let i = 0; i < 5000; i += 1) {
+          try { door.admit('fast')(); admitted += 1; } catch {}
+        }
+        parentPort.postMessage({ admitted, tokens: door.tokens('fast') });
+      });`;
+    const worker = new Worker(code, { eval: true, workerData: { module: compiled, limits: limiter.share() } });
+    const started = performance.now();
+    const seen = await new Promise<{ admitted: number; tokens: number }>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    const tokensHere = limiter.tokens('fast')!;
+    const elapsedMs = performance.now() - started;
+    await worker.terminate();
+    // The worker drained the bucket (what refilled while it ran, it took too).
+    expect(seen.admitted).toBeGreaterThanOrEqual(1000);
+    expect(seen.tokens).toBeLessThan(1000);
+    // Read here, the bucket holds at most what refilled since: never a gap between the threads' clocks.
+    expect(tokensHere).toBeLessThanOrEqual(Math.min(1000, seen.tokens + elapsedMs + 1));
+    expect(tokensHere).toBeLessThan(600);
+  });
+});
+
 describe('a thread that exits holding requests', () => {
   it('frees its share of the in-flight count with releaseShard, and only its share', async () => {
     const limiter = new TenantLimiter([{ tenant: 'capped', maxInflight: 3 }, { tenant: 'metered', rate: 0.001, burst: 10, maxInflight: 5 }], { shards: 3 });
