@@ -18,8 +18,6 @@
  *     a batcher without one run on the main thread's pool;
  *   - no step around the run (its plan's `serve` is its `shadow`: no
  *     response cache, drift or archive; version-plan.ts);
- *   - its tenant has no rate or in-flight limit (those are counted once, on
- *     the main thread);
  *   - its batching does not preserve ordering (answers in arrival order need
  *     one thread's turn-taking);
  *   - no route has the model's name, and its config asks for no test-only
@@ -33,7 +31,9 @@
  * door's requests join the same batches), the version's gate (SharedGate:
  * the unload closes it and waits for the door requests inside), its
  * statistics and its bound metrics (each thread writes its own shard; a
- * scrape sums them).
+ * scrape sums them). A tenant's rate and in-flight limits are no reason to
+ * forward: the door threads admit against the main thread's limiter, shared
+ * (security/tenant-limits.ts, DoorThreadSettings.tenantLimits).
  *
  * Main thread only (the builder); the catalog itself is plain data for
  * postMessage.
@@ -87,8 +87,6 @@ export interface DoorCatalogSources {
   readonly latest: (model: string) => ModelVersion | undefined;
   /** Whether the version's request path is the run alone (no cache, drift or archive step). */
   readonly runOnly: (version: ModelVersion) => boolean;
-  /** Whether `tenant` has a rate or in-flight limit. */
-  readonly tenantLimited: (tenant: string) => boolean;
   /** The routes' names (none without a routes file). */
   readonly routeNames: () => readonly string[];
   readonly faultInjection: boolean;
@@ -154,6 +152,5 @@ function whyNotListed(version: ModelVersion, sources: DoorCatalogSources, routes
     return 'its batches run through the main thread (no native worker target)';
   }
   if (!sources.runOnly(version)) return 'its path has a response cache, drift or archive step';
-  if (sources.tenantLimited(version.tenant)) return `its tenant '${version.tenant}' has a rate or in-flight limit`;
   return undefined;
 }

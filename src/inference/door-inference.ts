@@ -7,7 +7,9 @@
  * from this thread: answers come back here straight from the native side.
  * It records the version's statistics and metrics in this thread's shard of
  * the shared counters, so one scrape on the main thread sees every thread's
- * requests.
+ * requests, and admits each request against its tenant's rate and in-flight
+ * limits in the main thread's limiter, shared (security/tenant-limits.ts),
+ * so a limit holds exactly across every thread.
  *
  * Whatever this thread cannot answer as the main thread would is handed to
  * the main thread whole (ForwardToMainThread; the caller forwards the call
@@ -49,6 +51,7 @@ import type { InferContext } from './infer-context.js';
 import { runBatchedRequest, type BatchedRun } from './version-run.js';
 import { indexBoundsProblem, type VersionExecutor } from '../executor/version-executor.js';
 import { FAULT_PARAMETER } from '../tensor/infer-request.js';
+import type { AdmissionRelease, TenantLimiter } from '../security/tenant-limits.js';
 
 /** A batch of a door thread's requests failed on the device: what the main thread needs to act on it. */
 export interface DeviceFaultReport {
@@ -162,6 +165,8 @@ export interface DoorInferenceOptions {
   readonly door: number;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
+  /** The tenants' rate and in-flight limits, shared with the main thread and the other doors; undefined: none. */
+  readonly limits?: TenantLimiter | undefined;
   /** A batch of this thread's requests failed on the device: the main thread moves the version to CPU. */
   readonly onDeviceFault: (report: DeviceFaultReport) => void;
 }
@@ -236,19 +241,28 @@ export class DoorInference {
     const started = performance.now();
     const elapsedNs = () => Math.round((performance.now() - started) * 1e6);
     version.active += 1;
+    let release: AdmissionRelease | undefined;
     try {
+      // The tenant's limits, where InferenceRunner.infer applies them: the version and the caller's
+      // right to it are known, nothing is taken yet. A refusal is answered here (counted, logged) as there.
+      release = context.shadow === true ? undefined : this.options.limits?.admit(version.tenant);
       const response = await runBatchedRequest(version.batchedRun, request, version.handle, context, elapsedNs);
       if (this.options.accessLog.sampleSuccess()) {
         this.options.accessLog.recordSampledSuccess({ ...describe(request, context, method, version, elapsedNs()), code: status.OK });
       }
       return response;
     } catch (err) {
-      if (err instanceof ForwardToMainThread) throw err;
+      if (err instanceof ForwardToMainThread) {
+        // The main thread admits it again, token and all: this admission's token goes back (one request, one token).
+        if (release !== undefined) this.options.limits?.refund(version.tenant);
+        throw err;
+      }
       const failure = toServiceError(err);
       version.statistics.recordFailure(elapsedNs(), failureReasonOf(classifyError(err).kind));
       this.options.accessLog.record({ ...describe(request, context, method, version, elapsedNs()), code: failure.code, error: failure.details });
       throw scopeFailure(err, context.caller);
     } finally {
+      release?.();
       version.gate.leave(this.options.door);
       version.active -= 1;
       if (version.active === 0) version.onIdle?.();

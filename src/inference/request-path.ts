@@ -59,6 +59,12 @@ export interface RequestPathParts {
   readonly onDegradedChange: () => void;
   /** New routes took over: the front-door threads' catalog changes (door-catalog.ts). */
   readonly onRoutesSwapped?: () => void;
+  /**
+   * Threads that admit requests: 1 (the main thread), or 1 + N with N
+   * front-door threads, whose limits then live in shared memory (one count
+   * per tenant for the whole process). Default 1.
+   */
+  readonly admittingThreads?: number;
 }
 
 export class RequestPath {
@@ -104,7 +110,7 @@ export class RequestPath {
       options.responseCacheBytes === undefined
         ? undefined
         : new ResponseCache({ sizeBytes: options.responseCacheBytes, charge: arenaCharge(parts.arena) });
-    this.limits = tenantLimiter(options.tenantLimits ?? [], metrics);
+    this.limits = tenantLimiter(options.tenantLimits ?? [], metrics, parts.admittingThreads ?? 1);
     this.runner = new InferenceRunner({
       models,
       faultInjection: options.faultInjection,
@@ -168,7 +174,6 @@ export class RequestPath {
           const plan = this.runner.planOf(version);
           return plan.serve === plan.shadow;
         },
-        tenantLimited: (tenant) => this.limits?.limits(tenant) === true,
         routeNames: () => this.routesValue?.names() ?? [],
         faultInjection: this.options.faultInjection,
         doors,
@@ -238,11 +243,19 @@ export class RequestPath {
   }
 }
 
-/** The tenants' admission limits; each refusal is counted in hotpath_tenant_rejected_total. Undefined when no tenant has one. */
-function tenantLimiter(specs: readonly TenantLimitSpec[], metrics: ServerMetrics): TenantLimiter | undefined {
+/**
+ * The tenants' admission limits; each refusal is counted in
+ * hotpath_tenant_rejected_total: pushed by a one-thread server, read from the
+ * shared limiter at scrape time when door threads admit too. Undefined when
+ * no tenant has one.
+ */
+function tenantLimiter(specs: readonly TenantLimitSpec[], metrics: ServerMetrics, threads: number): TenantLimiter | undefined {
   if (specs.length === 0) return undefined;
   metrics.initTenantRejections(specs.map((spec) => spec.tenant));
-  return new TenantLimiter(specs, { onRejected: (tenant, reason) => metrics.countTenantRejection(tenant, reason) });
+  if (threads === 1) return new TenantLimiter(specs, { onRejected: (tenant, reason) => metrics.countTenantRejection(tenant, reason) });
+  const limiter = new TenantLimiter(specs, { shards: threads });
+  metrics.setTenantRejectionSource(() => limiter.rejections());
+  return limiter;
 }
 
 /** The gate whose buffer is `buffer`: the one already known, or a view of it (the same shared words). */

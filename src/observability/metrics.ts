@@ -142,6 +142,8 @@ export class ServerMetrics {
   private readonly patrolRestarts: Counter<string>;
   private readonly deviceFallbacks: Counter<string>;
   private readonly tenantRejections: Counter<string>;
+  /** Set with front-door threads: every thread's refusals, read at scrape time. */
+  private tenantRejectionSource: (() => readonly { readonly tenant: string; readonly reason: TenantLimitReason; readonly count: number }[] | undefined) | undefined;
   private readonly bound = new WeakMap<object, BoundVersion>();
 
   constructor(private readonly sources: MetricsSources) {
@@ -172,12 +174,20 @@ export class ServerMetrics {
       registers: [this.registry],
     });
 
-    // Pushed on each refusal (a rare path); reason is a bounded enum (security/tenant-limits.ts).
+    // Pushed on each refusal (a rare path) by a one-thread server; reason is a bounded enum (security/tenant-limits.ts).
+    // With front-door threads the shared limiter counts every thread's refusals: read at scrape time.
+    const metrics = this;
     this.tenantRejections = new Counter({
       name: METRIC.tenantRejected,
       help: 'Requests refused by their tenant\'s rate or in-flight limit (tenants file), by tenant and reason.',
       labelNames: [LABEL.tenant, LABEL.reason],
       registers: [this.registry],
+      collect() {
+        const counts = metrics.tenantRejectionSource?.();
+        if (counts === undefined) return;
+        this.reset();
+        for (const { tenant, reason, count } of counts) this.inc({ tenant, reason }, count);
+      },
     });
 
     const { inflightRequests } = this.sources;
@@ -267,6 +277,16 @@ export class ServerMetrics {
   countTenantRejection(tenant: string, reason: TenantLimitReason): void {
     if (this.sources.tenantLabels === false) return;
     this.tenantRejections.inc({ tenant, reason });
+  }
+
+  /**
+   * Reads hotpath_tenant_rejected_total from the shared tenant limiter at
+   * scrape time (security/tenant-limits.ts rejections(): every thread's
+   * refusals, summed) instead of counting pushes; once per server.
+   */
+  setTenantRejectionSource(counts: () => readonly { readonly tenant: string; readonly reason: TenantLimitReason; readonly count: number }[] | undefined): void {
+    if (this.sources.tenantLabels === false) return;
+    this.tenantRejectionSource = counts;
   }
 
   /**

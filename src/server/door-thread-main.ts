@@ -10,7 +10,8 @@
  * it gets on the main thread: TLS (the same certificate files, reloaded on
  * SIGHUP), the gRPC connection options, the HTTP timeouts, the header
  * timeout, the idle-stream frame filter, the body-idle watch and the
- * admission from headers. Inference for the versions the main thread's
+ * admission from headers (tenant limits included: the main thread's limiter,
+ * shared). Inference for the versions the main thread's
  * door catalog lists is served here (inference/door-inference.ts): gRPC
  * ModelInfer, ModelStreamInfer requests, and HTTP infer (server/door-http.ts).
  * Every other admitted call is forwarded to the main thread
@@ -56,6 +57,7 @@ import { RefusalLog } from '../observability/refusal-log.js';
 import { doorGates } from '../security/caller.js';
 import { applyHttpConnectionLimits, grpcConnectionOptions } from '../security/connection-limits.js';
 import { ServerTls, type TlsFiles } from '../security/tls.js';
+import { TenantLimiter } from '../security/tenant-limits.js';
 import { GrpcAdmission } from './admission.js';
 import { GrpcForwarding, HttpForwarding, passThroughDefinition } from './door-forwarding.js';
 import { DOOR_COUNTERS, newDoorCounters, type DoorThreadSettings, type FromDoorMessage, type ToDoorMessage } from './door-thread-settings.js';
@@ -86,9 +88,13 @@ const gates = doorGates({
   apiKeys: settings.access.apiKeys.map((key) => ({ tenant: key.tenant, sha256: Buffer.from(key.sha256) })),
 });
 
+// The main thread's tenant limiter, shared: this thread admits against the same counts, in its own shard of refusals.
+const limits = settings.tenantLimits === undefined ? undefined : TenantLimiter.attach(settings.tenantLimits, { shard: settings.index + 1 });
+
 /** The gRPC port: a server fed by injected connections, forwarding every call. */
 function grpcDoor(forwardPath: string, tls: ServerTls | undefined) {
-  const admission = new GrpcAdmission({ gate: gates.grpc, refusals: new RefusalLog(logger.child({ component: 'auth' })) });
+  // As the main thread's: a ModelInfer whose caller's tenant is over its limits is refused before its message is read.
+  const admission = new GrpcAdmission({ gate: gates.grpc, refusals: new RefusalLog(logger.child({ component: 'auth' })), limits });
   const server = new Server({
     'grpc.max_receive_message_length': settings.maxMessageBytes,
     'grpc.max_send_message_length': 256 * 1024 * 1024,
@@ -139,6 +145,7 @@ const served = new DoorInference({
   door: settings.index,
   logger: logger.child({ component: 'door-inference' }),
   accessLog: new AccessLog(logger, settings.accessLogSampleRate),
+  limits,
   onDeviceFault: (report) => post({ type: 'device-fault', report }),
 });
 

@@ -12,7 +12,8 @@
  * (inference/door-catalog.ts), and forwards every other call, bytes as sent,
  * to the main thread's own servers over private unix sockets
  * (server/door-forwarding.ts). Statistics and metrics of the requests it
- * serves go to shared memory the main thread's scrape reads; limits, the
+ * serves go to shared memory the main thread's scrape reads, and so do the
+ * tenants' rate and in-flight counts (the main thread's limiter, shared); the
  * cache and routes stay the main thread's (their requests are forwarded).
  */
 import type { ConnectionLimits } from '../security/connection-limits.js';
@@ -20,6 +21,7 @@ import type { DoorCatalog } from '../inference/door-catalog.js';
 import type { DeviceFaultReport } from '../inference/door-inference.js';
 import type { TlsFiles } from '../security/tls.js';
 import type { BodyBudgetShare } from './http/body-budget.js';
+import type { SharedTenantLimits } from '../security/tenant-limits.js';
 
 /**
  * A door thread's counts (Float64 words in a SharedArrayBuffer, written by
@@ -63,8 +65,7 @@ export interface DoorThreadSettings {
   readonly grpcIgnoreIdleStreamFrames: boolean;
   /**
    * The access settings the door's admission decides from (API keys as
-   * `{tenant, sha256}` with the digest as bytes, restricted groups). Tenant
-   * limits are not here: they are counted once, by the main thread.
+   * `{tenant, sha256}` with the digest as bytes, restricted groups).
    */
   readonly access: {
     readonly requireApiKey: boolean | undefined;
@@ -73,6 +74,12 @@ export interface DoorThreadSettings {
     readonly grpcRestrictedProtocol: readonly string[];
     readonly httpRestrictedApi: readonly string[];
   };
+  /**
+   * The main thread's tenant limiter, shared (security/tenant-limits.ts
+   * share()): the door admits against the same counts, so each tenant's
+   * limits hold for the whole process. Undefined: no tenant has limits.
+   */
+  readonly tenantLimits?: SharedTenantLimits | undefined;
   /** undefined: the door is off (--allow-grpc=false, --http-port -1). */
   readonly grpc: DoorPortSettings | undefined;
   readonly http: DoorPortSettings | undefined;

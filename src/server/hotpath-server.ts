@@ -129,6 +129,8 @@ export class HotpathServer {
       modelDir: (model) => this.modelDir(model),
       onDegradedChange: () => this.refreshHealth(),
       onRoutesSwapped: () => this.doors.publishDoorCatalog(),
+      // The main thread and each door thread admit requests: one shard each (as the statistics).
+      admittingThreads: statisticsShards,
     });
     this.drift = this.requestPath.drift;
     this.health = new ServerHealth({
@@ -153,7 +155,11 @@ export class HotpathServer {
       },
       driftReport: (name, version, caller) => this.driftReport(name, version, caller),
       doorCatalog: (doors) => this.requestPath.doorCatalog(doors),
-      onDoorExit: (index) => this.requestPath.forgetDoor(index),
+      onDoorExit: (index) => {
+        this.requestPath.forgetDoor(index);
+        // Its admitted requests never release: their places in their tenants' in-flight counts are freed.
+        this.requestPath.limits?.releaseShard(index + 1);
+      },
       // As the main thread's own batches do (version-batcher.ts): the version moves to CPU, and the catalog drops it.
       onDoorDeviceFault: (report) => {
         const version = this.models.versions(report.model).find((candidate) => candidate.versionLabel === report.version);

@@ -300,6 +300,8 @@ export class ServerDoors {
       httpBodyBudgetMemory: doorBudgetShare(index),
       httpJsonQueue: doors.httpJsonQueue,
       grpcIgnoreIdleStreamFrames: filter,
+      // One count per tenant for the whole process (the limiter is built shared when door threads admit).
+      tenantLimits: this.parts.limits?.share(),
       access: {
         requireApiKey: this.options.requireApiKey,
         apiKeys: (this.options.apiKeys ?? []).map((key) => ({ tenant: key.tenant, sha256: new Uint8Array(key.sha256) })),

@@ -9,8 +9,12 @@
  *     serve answered by the main thread in their place;
  *   - ModelStatistics and the metrics equal the requests sent, exactly, at the
  *     moment of the call (shared counters, no flush);
- *   - a tenant's in-flight limit holds exactly across threads (its model is
- *     served by the main thread, which counts the tenant once);
+ *   - a tenant's in-flight limit and its rate limit hold exactly across
+ *     threads while the door threads answer its requests themselves (the
+ *     main thread's limiter is shared with them), every refusal counted in
+ *     hotpath_tenant_rejected_total;
+ *   - with API keys, a door thread's admission refuses a call over its
+ *     tenant's limits from the metadata, before the request is read;
  *   - a cache hit crosses threads (a cached model's requests go to the main
  *     thread's one cache);
  *   - a reload under load fails no request, and the door threads serve the
@@ -27,6 +31,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeIdentityModel } from '../../models/lib/fixture-models.js';
+import { keyHash } from '../../src/security/api-keys.js';
 import { tempRepository } from './helpers/repositories.js';
 import { scrape } from './helpers/probes.js';
 import { startServer, type RunningServer } from './helpers/server-process.js';
@@ -57,6 +62,15 @@ async function identity(dir: string, name: string, config: string): Promise<void
   await appendFile(written.configPath!, config);
 }
 
+/** The 'metered' tenant's bucket size. */
+const METERED_BURST = 6;
+
+const rejectedOf = (metrics: Map<string, number>, tenant: string, reason: 'rate' | 'inflight') =>
+  metrics.get(`hotpath_tenant_rejected_total{tenant="${tenant}",reason="${reason}"}`) ?? 0;
+
+/** Requests both door threads answered themselves / forwarded to the main thread. */
+const inDoors = (metrics: Map<string, number>, by: 'door' | 'main') => answeredBy(metrics, 0, by) + answeredBy(metrics, 1, by);
+
 const answeredBy = (metrics: Map<string, number>, thread: number, by: 'door' | 'main') =>
   metrics.get(`hotpath_door_model_infer_total{door_thread="${thread}",answered_by="${by}"}`) ?? 0;
 
@@ -82,7 +96,16 @@ async function untilServedInDoors(connections: TritonClient[], model: string): P
 beforeAll(async () => {
   secrets = await mkdtemp(path.join(os.tmpdir(), 'hotpath-door-serving-'));
   const tenantsFile = path.join(secrets, 'tenants.json');
-  await writeFile(tenantsFile, JSON.stringify({ tenants: { capped: { quota: '64MiB', max_inflight: 2 } } }));
+  await writeFile(
+    tenantsFile,
+    JSON.stringify({
+      tenants: {
+        capped: { quota: '64MiB', max_inflight: 2 },
+        // A bucket of METERED_BURST that refills one request in 1000 s: none refills during the test.
+        metered: { quota: '64MiB', rate: 0.001, burst: METERED_BURST },
+      },
+    }),
+  );
   repo = await tempRepository(async (dir) => {
     await identity(dir, 'echo', 'dynamic_batching { max_queue_delay_microseconds: 100 }\n');
     await identity(dir, 'slow', 'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 400000 }\n');
@@ -92,6 +115,11 @@ beforeAll(async () => {
       'capped_slow',
       'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 400000 }\n' +
         'parameters { key: "tenant" value: { string_value: "capped" } }\n',
+    );
+    await identity(
+      dir,
+      'metered',
+      'dynamic_batching { max_queue_delay_microseconds: 100 }\nparameters { key: "tenant" value: { string_value: "metered" } }\n',
     );
   });
   server = await startServer(repo.dir, [
@@ -199,12 +227,13 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     expect(Number(cachedAfter.inference_stats.success.count) - Number(cachedBefore.inference_stats.success.count)).toBe(1);
   });
 
-  it("holds a tenant's in-flight limit exactly across both threads", async () => {
-    // Two connections, one per thread; four requests that wait in the batcher for up to 400 ms.
+  it("holds a tenant's in-flight limit exactly across both threads, answering in the doors", async () => {
+    // Two connections, one per thread (the acceptor hands them round-robin); the catalog has reached both.
     const a = ownConnection();
-    await a.call('ServerLive', {});
     const b = ownConnection();
-    await b.call('ServerLive', {});
+    await untilServedInDoors([a, b], 'echo');
+    const before = await scrape(server.metricsPort);
+    // Four requests that wait in the batcher for up to 400 ms: two hold the tenant's places while the others arrive.
     const outcomes = await Promise.allSettled([a, b, a, b].map((client, i) => client.call('ModelInfer', infer('capped_slow', [i]))));
     const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(2);
@@ -212,8 +241,43 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     for (const outcome of refused) {
       const error = (outcome as PromiseRejectedResult).reason as grpc.ServiceError;
       expect(error.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
-      expect(error.details).toMatch(/capped/);
+      expect(error.details).toMatch(/tenant 'capped' is over its in-flight limit \(max_inflight 2 in the tenants file\)/);
     }
+    const after = await scrape(server.metricsPort);
+    // All four answered by the door threads (none forwarded), the two refusals counted once each.
+    expect(inDoors(after, 'door') - inDoors(before, 'door')).toBe(4);
+    expect(inDoors(after, 'main') - inDoors(before, 'main')).toBe(0);
+    expect(rejectedOf(after, 'capped', 'inflight') - rejectedOf(before, 'capped', 'inflight')).toBe(2);
+  });
+
+  it("holds a tenant's rate limit exactly across both threads: the burst is admitted, every other request refused and counted", async () => {
+    const a = ownConnection();
+    const b = ownConnection();
+    await untilServedInDoors([a, b], 'echo');
+    const before = await scrape(server.metricsPort);
+    // Twice the burst, half on each thread, all at once.
+    const sent = 2 * METERED_BURST;
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: sent }, (_, i) => (i % 2 === 0 ? a : b).call('ModelInfer', infer('metered', [i]))),
+    );
+    const answered = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+    expect(answered).toHaveLength(METERED_BURST);
+    for (const outcome of refused) {
+      const error = (outcome as PromiseRejectedResult).reason as grpc.ServiceError;
+      expect(error.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(error.details).toMatch(/tenant 'metered' is over its request rate limit \(rate 0\.001 requests\/s, burst 6 in the tenants file\)/);
+    }
+    const after = await scrape(server.metricsPort);
+    expect(rejectedOf(after, 'metered', 'rate') - rejectedOf(before, 'metered', 'rate')).toBe(sent - METERED_BURST);
+    expect(inDoors(after, 'door') - inDoors(before, 'door')).toBe(sent);
+    // Both threads took their half.
+    expect(answeredBy(after, 0, 'door') - answeredBy(before, 0, 'door')).toBe(sent / 2);
+    expect(answeredBy(after, 1, 'door') - answeredBy(before, 1, 'door')).toBe(sent / 2);
+    // ModelStatistics counts the refusals as the main thread does (failures of the version).
+    const stats = await statsOf(a, 'metered');
+    expect(Number(stats.inference_stats.success.count)).toBe(METERED_BURST);
+    expect(Number(stats.inference_stats.fail.count)).toBe(sent - METERED_BURST);
   });
 
   it('crosses threads with a cache hit: one miss, then a hit from the other thread', async () => {
@@ -285,5 +349,68 @@ describe('--front-door-threads 2, ModelInfer served in the door threads', () => 
     expect(answers.map((m) => m['id'])).toEqual(['a', 'b']);
     expect(await exited).toBe(0);
     expect(server.logs.some((line) => line['msg'] === 'stopped' && line['graceful'] === true)).toBe(true);
+  });
+});
+
+describe('--front-door-threads 2 with API keys: the door admission checks the caller tenant limits', () => {
+  const KEY = 'door-limits-key-5b1e0c2a';
+  let keyed: RunningServer;
+  let keyedRepo: { dir: string; remove: () => Promise<void> };
+  let keyedSecrets: string;
+  const keyedClients: TritonClient[] = [];
+
+  beforeAll(async () => {
+    keyedSecrets = await mkdtemp(path.join(os.tmpdir(), 'hotpath-door-keys-'));
+    const tenantsFile = path.join(keyedSecrets, 'tenants.json');
+    await writeFile(tenantsFile, JSON.stringify({ tenants: { keyed: { quota: '64MiB', max_inflight: 1, keys: [keyHash(KEY)] } } }));
+    keyedRepo = await tempRepository(async (dir) => {
+      // A request waits up to 1 s in the batcher for company: it holds the tenant's one place that long.
+      await identity(
+        dir,
+        'keyed_slow',
+        'dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 1000000 }\n' +
+          'parameters { key: "tenant" value: { string_value: "keyed" } }\n',
+      );
+    });
+    keyed = await startServer(keyedRepo.dir, ['--front-door-threads', '2', '--tenants-file', tenantsFile, '--require-api-key']);
+  });
+
+  afterAll(async () => {
+    for (const client of keyedClients) client.close();
+    await keyed?.stop();
+    await keyedRepo?.remove();
+    if (keyedSecrets !== undefined) await rm(keyedSecrets, { recursive: true, force: true });
+  });
+
+  it('refuses a call over its tenant limit from the metadata, in the other door thread, before its request is read', async () => {
+    const bearer = new grpc.Metadata();
+    bearer.set('authorization', `Bearer ${KEY}`);
+    const connect = () => {
+      const client = new TritonClient(keyed.grpcAddress, { 'grpc.use_local_subchannel_pool': 1 });
+      keyedClients.push(client);
+      return client;
+    };
+    // One connection per door thread (handed round-robin); both threads serve from the catalog by now.
+    const a = connect();
+    const b = connect();
+    await Promise.all([a.call('ServerLive', {}, bearer), b.call('ServerLive', {}, bearer)]);
+    // (Each thread got the catalog, with keyed_slow, in the message after its 'ready', before any connection.)
+    const before = await scrape(keyed.metricsPort);
+    const held = a.call('ModelInfer', infer('keyed_slow', [1]), bearer);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const refused = await b.call('ModelInfer', infer('keyed_slow', [2]), bearer).then(
+      () => undefined,
+      (err: grpc.ServiceError) => err,
+    );
+    expect(refused?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(refused?.details).toMatch(/^tenant 'keyed' is over its in-flight limit \(max_inflight 1 in the tenants file\): 1 of its requests are already in flight/);
+    expect([...readF32((await held)['raw_output_contents'][0])]).toEqual([1]);
+    const after = await scrape(keyed.metricsPort);
+    // The held request was answered in its door; the refused one never reached a handler (no door answer, no failure statistics).
+    expect(inDoors(after, 'door') - inDoors(before, 'door')).toBe(1);
+    expect(inDoors(after, 'main') - inDoors(before, 'main')).toBe(0);
+    expect(rejectedOf(after, 'keyed', 'inflight') - rejectedOf(before, 'keyed', 'inflight')).toBe(1);
+    const stats = (await a.call('ModelStatistics', { name: 'keyed_slow' }, bearer))['model_stats'][0];
+    expect(Number(stats.inference_stats.fail.count)).toBe(0);
   });
 });

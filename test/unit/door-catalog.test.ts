@@ -58,7 +58,6 @@ function sources(versions: ModelVersion[], overrides: Partial<DoorCatalogSources
     latest: (model) =>
       versions.filter((v) => v.modelName === model && v.state === 'READY').sort((a, b) => Number(b.versionLabel) - Number(a.versionLabel))[0],
     runOnly: () => true,
-    tenantLimited: () => false,
     routeNames: () => [],
     faultInjection: false,
     doors: 2,
@@ -90,7 +89,6 @@ describe('buildDoorCatalog', () => {
       fakeVersion({ model: 'no_target', workerTarget: false }),
       fakeVersion({ model: 'on_cpu', native: { active: false } }),
       fakeVersion({ model: 'cached' }),
-      fakeVersion({ model: 'limited', tenant: 'capped' }),
       fakeVersion({ model: 'routed' }),
       fakeVersion({ model: 'faulty', parameters: { hotpath_fault_delay_ms: '5' } }),
       fakeVersion({ model: 'ordered', preserveOrdering: true }),
@@ -99,7 +97,6 @@ describe('buildDoorCatalog', () => {
     const catalog = buildDoorCatalog(
       sources(versions, {
         runOnly: (version) => version.modelName !== 'cached',
-        tenantLimited: (tenant) => tenant === 'capped',
         routeNames: () => ['routed'],
         faultInjection: true,
       }),
@@ -112,7 +109,6 @@ describe('buildDoorCatalog', () => {
       no_target: 'its batches run through the main thread (no native worker target)',
       on_cpu: 'it runs on onnxruntime on CPU after a device fault: its batches run through the main thread',
       cached: 'its path has a response cache, drift or archive step',
-      limited: "its tenant 'capped' has a rate or in-flight limit",
       routed: 'a route has its name',
       faulty: 'its config asks for test-only faults (hotpath_fault_* parameters)',
       ordered: 'it preserves ordering (dynamic_batching.preserve_ordering)',
