@@ -44,9 +44,9 @@ import type { DeviceFaultReport } from '../inference/door-inference.js';
  * the doors feed), at least 2 from 2 cores up, at most 8; 1 on one core.
  * Measured on this project's 2-core machine with the load generator on the
  * same cores (`npm run bench -- serve --threads 1,2`, ctr_mlp, h2load -c 4
- * -m 16, two runs): 2 threads served 1.53 and 1.77 times the requests per
- * second of 1 at 0.96 and 0.86 times the server's CPU per request, and one
- * request at one stream took 0.90 and 1.05 times as long. The 8 is the issue's GPU-node sweep point, not yet
+ * -m 16, three runs): 2 threads served 1.51 to 1.77 times the requests per
+ * second of 1 at 0.86 to 0.96 times the server's CPU per request, and one
+ * request at one stream took 0.90 to 1.09 times as long. The 8 is the issue's GPU-node sweep point, not yet
  * measured: past it the single batcher thread per version is the next
  * limit to look at.
  */

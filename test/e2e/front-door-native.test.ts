@@ -13,13 +13,12 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeededRandom } from '../../models/lib/seeded-random.js';
 import { writeSampleRepository } from '../../models/lib/sample-models.js';
 import { ctrVariant, directRun, modelVariant, tempRepository } from './helpers/repositories.js';
 import { httpJson, scrape } from './helpers/probes.js';
 import { startServer, type RunningServer } from './helpers/server-process.js';
-import { f32Bytes, readF32, TritonClient, type Message } from './helpers/triton-client.js';
-import { ctrFeatures, ctrReference, ctrRequest, expectClose, waitFor } from './helpers/ctr-requests.js';
+import { readF32, TritonClient, type Message } from './helpers/triton-client.js';
+import { ctrDeepRows, ctrFeatures, ctrReference, ctrRequest, expectClose, waitFor } from './helpers/ctr-requests.js';
 
 const NATIVE = 'parameters { key: "executor" value: { string_value: "native" } }\n';
 
@@ -85,17 +84,8 @@ describe('--front-door-threads 2 with the native executor', () => {
     for (const [i, answer] of answers.entries()) expectClose(readF32(answer['raw_output_contents'][0]), await reference(inputs[i]!));
 
     const rows = 4;
-    const rng = new SeededRandom(77);
-    const dense = Float32Array.from({ length: rows * 13 }, () => rng.uniform(-1, 1));
-    const ids = BigInt64Array.from({ length: rows * 8 }, () => BigInt(rng.int(1000)));
-    const deepRequest = (values: BigInt64Array): Message => ({
-      model_name: 'deep_native',
-      inputs: [
-        { name: 'dense', datatype: 'FP32', shape: [rows, 13] },
-        { name: 'categorical', datatype: 'INT64', shape: [rows, 8] },
-      ],
-      raw_input_contents: [f32Bytes(dense), Buffer.from(values.buffer)],
-    });
+    const { dense, ids, request: deepRows } = ctrDeepRows(rows, 77);
+    const deepRequest = (values: BigInt64Array): Message => deepRows('deep_native', values);
     const bad = ids.slice();
     bad[5] = 1000n;
     const [good, refused] = await Promise.allSettled([a.call('ModelInfer', deepRequest(ids)), b.call('ModelInfer', deepRequest(bad))]);

@@ -17,7 +17,7 @@ import { httpJson, scrape } from './helpers/probes.js';
 import { ctrVariant, directRun, modelVariant, tempRepository } from './helpers/repositories.js';
 import { serveRepository, type ServedRepository } from './helpers/served-repository.js';
 import { f32Bytes, readF32, type Message } from './helpers/triton-client.js';
-import { ctrFeatures, ctrReference, ctrRequest, expectClose, waitFor } from './helpers/ctr-requests.js';
+import { ctrDeepRows, ctrFeatures, ctrReference, ctrRequest, expectClose, waitFor } from './helpers/ctr-requests.js';
 
 let served: ServedRepository;
 let ctrModelPath: string;
@@ -129,17 +129,8 @@ describe('scoring on the native executor', () => {
 
   it('runs the CTR-shaped sample (embeddings, LayerNormalization) like onnxruntime, and refuses an id outside the table alone', async () => {
     const rows = 4;
-    const rng = new SeededRandom(77);
-    const dense = Float32Array.from({ length: rows * 13 }, () => rng.uniform(-1, 1));
-    const ids = BigInt64Array.from({ length: rows * 8 }, () => BigInt(rng.int(1000)));
-    const deepRequest = (values: BigInt64Array): Message => ({
-      model_name: 'deep_native',
-      inputs: [
-        { name: 'dense', datatype: 'FP32', shape: [rows, 13] },
-        { name: 'categorical', datatype: 'INT64', shape: [rows, 8] },
-      ],
-      raw_input_contents: [f32Bytes(dense), Buffer.from(values.buffer)],
-    });
+    const { dense, ids, request: deepRows } = ctrDeepRows(rows, 77);
+    const deepRequest = (values: BigInt64Array): Message => deepRows('deep_native', values);
     const bad = ids.slice();
     bad[5] = 1000n;
     const [good, refused] = await Promise.allSettled([

@@ -12,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { TenantLimiter, TenantLimitError, type SharedTenantLimits } from '../../src/security/tenant-limits.js';
+import { fakeClock, refusal as refusalOf } from '../helpers/tenant-limits.js';
 
 const compiled = pathToFileURL(
   path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'src', 'security', 'tenant-limits.js'),
@@ -208,22 +209,6 @@ describe('a thread that exits holding requests', () => {
     expect(() => limiter.releaseShard(0)).toThrow("tenant limits: 'shard': expected an integer in 1..2, got 0");
   });
 });
-
-/** A clock the test moves by hand. */
-function fakeClock(startMs = 1000) {
-  let nowMs = startMs;
-  return { now: () => nowMs, advance: (ms: number) => (nowMs += ms) };
-}
-
-function refusalOf(admit: () => unknown): TenantLimitError {
-  try {
-    admit();
-  } catch (err) {
-    if (err instanceof TenantLimitError) return err;
-    throw err;
-  }
-  throw new Error('admitted, but a refusal was expected');
-}
 
 describe('shared mode on one thread', () => {
   it('answers as the local mode does: the same admissions, tokens and messages', () => {

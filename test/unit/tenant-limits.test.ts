@@ -8,22 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { httpStatusOf } from '../../src/common/error-kinds.js';
 import { classifyError, toServiceError } from '../../src/common/serving-error.js';
 import { TenantLimiter, TenantLimitError, type TenantLimitReason } from '../../src/security/tenant-limits.js';
-
-/** A clock the test moves by hand. */
-function fakeClock(startMs = 1000) {
-  let nowMs = startMs;
-  return { now: () => nowMs, advance: (ms: number) => (nowMs += ms) };
-}
-
-function refusal(admit: () => unknown): TenantLimitError {
-  try {
-    admit();
-  } catch (err) {
-    if (err instanceof TenantLimitError) return err;
-    throw err;
-  }
-  throw new Error('admitted, but a refusal was expected');
-}
+import { fakeClock, refusal } from '../helpers/tenant-limits.js';
 
 describe('token bucket', () => {
   it('starts full, takes one token a request, and refuses when empty', () => {

@@ -49,3 +49,22 @@ export async function waitFor(check: () => Promise<boolean>, what: string, timeo
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** A ctr_deep-shaped request on `model`: `rows` rows of 13 dense features and 8 embedding ids (the same for the same seed), and `ids` to send in place of the seeded ones. */
+export function ctrDeepRows(rows: number, seed: number): { readonly dense: Float32Array; readonly ids: BigInt64Array; request(model: string, ids: BigInt64Array): Message } {
+  const rng = new SeededRandom(seed);
+  const dense = Float32Array.from({ length: rows * 13 }, () => rng.uniform(-1, 1));
+  const ids = BigInt64Array.from({ length: rows * 8 }, () => BigInt(rng.int(1000)));
+  return {
+    dense,
+    ids,
+    request: (model, sent) => ({
+      model_name: model,
+      inputs: [
+        { name: 'dense', datatype: 'FP32', shape: [rows, 13] },
+        { name: 'categorical', datatype: 'INT64', shape: [rows, 8] },
+      ],
+      raw_input_contents: [f32Bytes(dense), Buffer.from(sent.buffer)],
+    }),
+  };
+}
