@@ -46,9 +46,9 @@ import type { DeviceFaultReport } from '../inference/door-inference.js';
  * same cores (`npm run bench -- serve --threads 1,2`, ctr_mlp, h2load -c 4
  * -m 16, three runs): 2 threads served 1.51 to 1.77 times the requests per
  * second of 1 at 0.86 to 0.96 times the server's CPU per request, and one
- * request at one stream took 0.90 to 1.09 times as long. The 8 is the issue's GPU-node sweep point, not yet
- * measured: past it the single batcher thread per version is the next
- * limit to look at.
+ * request at one stream took 0.90 to 1.09 times as long. The 8 is the
+ * issue's GPU-node sweep point, not yet measured: past it the single
+ * batcher thread per version is the next limit to look at.
  */
 export function frontDoorThreadCount(choice: number | 'auto', cores: number = os.availableParallelism()): number {
   if (choice !== 'auto') return choice;
