@@ -311,7 +311,13 @@ export class TenantLimiter {
    * Shared mode: a thread that admitted with `shard` exited (a door thread
    * that died): the requests it held never release, so its share of every
    * tenant's in-flight count is taken off here, before a replacement
-   * attaches the same shard. Main thread; does nothing in local mode.
+   * attaches the same shard. Its requests may still be queued or running in
+   * the shared native batcher for a moment, so the tenant's real concurrency
+   * can briefly exceed max_inflight (as a version's gate forgets a dead
+   * door). Not covered: a thread killed inside a tenant's lock (only
+   * `terminate()` after the drain can do that today) leaves the lock held,
+   * and one killed between release()'s two counts leaks one place. Main
+   * thread; does nothing in local mode.
    */
   releaseShard(shard: number): void {
     if (this.sharing === undefined) return;
