@@ -108,7 +108,8 @@ describe('LRU model eviction', () => {
     expect(state('lru_m1')).toMatchObject({ state: 'READY' });
     expect(state('lru_m2')).toMatchObject({ state: 'UNAVAILABLE', reason: 'evicted (LRU)' });
     expect(state('lru_m3')).toMatchObject({ state: 'READY' });
-    const coldStart = served.server.logs.find((l) => l['msg'] === 'evicted model reloaded (cold start)');
+    // The server's stdout reaches this process on its own pipe, possibly after the answer: wait for the line.
+    const coldStart = await served.server.waitForLog((l) => l['msg'] === 'evicted model reloaded (cold start)');
     expect(coldStart).toMatchObject({ model: 'lru_m1', cold_start: true });
     expect(coldStart?.['load_ms']).toEqual(expect.any(Number));
     const metrics = await scrape(served.server.metricsPort);
