@@ -46,6 +46,7 @@ import { batcherOf } from '../batching/version-batcher.js';
 import type { SharedInferenceStatistics } from '../repository/inference-statistics.js';
 import type { SharedVersionMetrics } from '../observability/metrics.js';
 import type { IndexBound } from '../executor/version-executor.js';
+import type { SharedGate } from '../common/shared-gate.js';
 
 /** The config parameters of the test-only faults (repository/fault-parameters.ts): such a version stays on the main thread. */
 const FAULT_PARAMETER_PREFIX = 'hotpath_fault';
@@ -92,6 +93,8 @@ export interface DoorCatalogSources {
   readonly faultInjection: boolean;
   /** Front-door threads (each version's gate has a count per thread). */
   readonly doors: number;
+  /** Each listed version's gate, as it is listed (the owner keeps them to forget a dead door in every one). */
+  readonly keepGate: (gate: SharedGate) => void;
   /** The version's statistics as a door thread attaches to them. */
   readonly shareStatistics: (version: ModelVersion) => SharedInferenceStatistics;
   /** The version's bound metrics as a door thread attaches to them; undefined without metrics. */
@@ -115,6 +118,7 @@ export function buildDoorCatalog(sources: DoorCatalogSources, generation: number
     const batcher = batcherOf(version);
     if (gate === undefined || batcher === undefined) continue;
     listed.add(version);
+    sources.keepGate(gate);
     versions.push({
       model: version.modelName,
       version: version.versionLabel,

@@ -49,6 +49,7 @@ import { status } from '@grpc/grpc-js';
 import type { DoorCatalog, DoorVersionEntry } from './door-catalog.js';
 import type { InferContext } from './infer-context.js';
 import { runBatchedRequest, type BatchedRun } from './version-run.js';
+import { requestLogFields } from './inference-runner.js';
 import { indexBoundsProblem, type VersionExecutor } from '../executor/version-executor.js';
 import { FAULT_PARAMETER } from '../tensor/infer-request.js';
 import type { AdmissionRelease, TenantLimiter } from '../security/tenant-limits.js';
@@ -248,7 +249,7 @@ export class DoorInference {
       release = context.shadow === true ? undefined : this.options.limits?.admit(version.tenant);
       const response = await runBatchedRequest(version.batchedRun, request, version.handle, context, elapsedNs);
       if (this.options.accessLog.sampleSuccess()) {
-        this.options.accessLog.recordSampledSuccess({ ...describe(request, context, method, version, elapsedNs()), code: status.OK });
+        this.options.accessLog.recordSampledSuccess({ ...requestLogFields(request, context, method, version, elapsedNs()), code: status.OK });
       }
       return response;
     } catch (err) {
@@ -259,7 +260,7 @@ export class DoorInference {
       }
       const failure = toServiceError(err);
       version.statistics.recordFailure(elapsedNs(), failureReasonOf(classifyError(err).kind));
-      this.options.accessLog.record({ ...describe(request, context, method, version, elapsedNs()), code: failure.code, error: failure.details });
+      this.options.accessLog.record({ ...requestLogFields(request, context, method, version, elapsedNs()), code: failure.code, error: failure.details });
       throw scopeFailure(err, context.caller);
     } finally {
       release?.();
@@ -279,11 +280,6 @@ export class DoorInference {
   serves(model: string, version: string, caller: Caller): boolean {
     const served = this.versionOf(model, version);
     return served !== undefined && visibleTo(caller)(served.tenant);
-  }
-
-  /** Versions served here now (tests, logs). */
-  get served(): readonly { readonly model: string; readonly version: string }[] {
-    return [...this.byKey.values()].map((version) => ({ model: version.modelName, version: version.versionLabel }));
   }
 
   /** Lets go of a dropped version's batcher once this thread's requests on it are answered (stop() would fail them). */
@@ -308,16 +304,4 @@ export class DoorInference {
 
 function keyOf(model: string, version: string): string {
   return `${model}\0${version}`;
-}
-
-function describe(request: ModelInferRequest, context: InferContext, method: string, version: DoorVersion, elapsedNs: number) {
-  return {
-    requestId: context.requestId,
-    traceId: context.traceId,
-    method,
-    model: request.modelName,
-    modelVersion: version.versionLabel,
-    tenant: version.tenant,
-    latencyMs: elapsedNs / 1e6,
-  };
 }

@@ -105,7 +105,7 @@ export class InferenceRunner implements InferencePath {
       const response = await (shadow ? plan.shadow : plan.serve)(call);
       if (this.options.accessLog.sampleSuccess()) {
         this.options.accessLog.recordSampledSuccess({
-          ...this.describe(request, context, method, version, elapsedNs()),
+          ...requestLogFields(request, context, method, version, elapsedNs()),
           code: status.OK,
         });
       }
@@ -114,7 +114,7 @@ export class InferenceRunner implements InferencePath {
       const failure = toServiceError(err);
       version?.statistics.recordFailure(elapsedNs(), failureReasonOf(classifyError(err).kind));
       this.options.accessLog.record({
-        ...this.describe(request, context, method, version, elapsedNs()),
+        ...requestLogFields(request, context, method, version, elapsedNs()),
         code: failure.code,
         error: failure.details,
       });
@@ -126,23 +126,28 @@ export class InferenceRunner implements InferencePath {
       this.inflight -= 1;
     }
   }
+}
 
-  private describe(
-    request: ModelInferRequest,
-    context: InferContext,
-    method: string,
-    version: ModelVersion | undefined,
-    elapsedNs: number,
-  ) {
-    return {
-      requestId: context.requestId,
-      traceId: context.traceId,
-      method,
-      model: request.modelName,
-      modelVersion: version?.versionLabel ?? (request.modelVersion || undefined),
-      // The model's tenant; the caller's when no model was resolved (a key's tenant, never the key).
-      tenant: version?.tenant ?? context.caller.tenant,
-      latencyMs: elapsedNs / 1e6,
-    };
-  }
+/**
+ * An answered request's access-log fields, as the main thread's runner and a
+ * front-door thread (door-inference.ts) log it. `version` is the version it
+ * ran on; undefined when none was resolved.
+ */
+export function requestLogFields(
+  request: ModelInferRequest,
+  context: InferContext,
+  method: string,
+  version: { readonly versionLabel: string; readonly tenant: string } | undefined,
+  elapsedNs: number,
+) {
+  return {
+    requestId: context.requestId,
+    traceId: context.traceId,
+    method,
+    model: request.modelName,
+    modelVersion: version?.versionLabel ?? (request.modelVersion || undefined),
+    // The model's tenant; the caller's when no model was resolved (a key's tenant, never the key).
+    tenant: version?.tenant ?? context.caller.tenant,
+    latencyMs: elapsedNs / 1e6,
+  };
 }

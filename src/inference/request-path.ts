@@ -30,7 +30,7 @@ import { InferenceRunner } from './inference-runner.js';
 import { RouteService } from './routing/route-service.js';
 import { RoutedInference } from './routing/routed-inference.js';
 import { buildDoorCatalog, type DoorCatalog } from './door-catalog.js';
-import { SharedGate } from '../common/shared-gate.js';
+import type { SharedGate } from '../common/shared-gate.js';
 
 /** The server options the request path is built from (see ServerOptions for each). */
 export interface RequestPathOptions {
@@ -160,7 +160,7 @@ export class RequestPath {
   doorCatalog(doors: number): DoorCatalog {
     const { models, metrics } = this.parts;
     this.doorGeneration += 1;
-    const catalog = buildDoorCatalog(
+    return buildDoorCatalog(
       {
         versions: () => models.versions(),
         latest: (model) => {
@@ -177,13 +177,12 @@ export class RequestPath {
         routeNames: () => this.routesValue?.names() ?? [],
         faultInjection: this.options.faultInjection,
         doors,
+        keepGate: (gate) => this.doorGates.add(gate),
         shareStatistics: (version) => version.statistics.share(),
         shareMetrics: (version) => metrics.shareVersion(version),
       },
       this.doorGeneration,
     );
-    for (const entry of catalog.versions) this.doorGates.add(gateOf(entry.gate, this.doorGates));
-    return catalog;
   }
 
   /** Door thread `door` exited: its requests inside any version's gate, unloading ones included, will never leave. */
@@ -256,10 +255,4 @@ function tenantLimiter(specs: readonly TenantLimitSpec[], metrics: ServerMetrics
   const limiter = new TenantLimiter(specs, { shards: threads });
   metrics.setTenantRejectionSource(() => limiter.rejections());
   return limiter;
-}
-
-/** The gate whose buffer is `buffer`: the one already known, or a view of it (the same shared words). */
-function gateOf(buffer: SharedArrayBuffer, known: ReadonlySet<SharedGate>): SharedGate {
-  for (const gate of known) if (gate.buffer === buffer) return gate;
-  return new SharedGate(buffer);
 }

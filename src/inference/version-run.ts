@@ -67,7 +67,8 @@ export function versionRun(version: ModelVersion, options: VersionRunOptions): V
     batched,
     statistics: version.statistics,
     metrics,
-    checkIndices: native === undefined ? undefined : (inputs) => native.checkIndices(inputs),
+    // Only a version with embedding inputs checks ids (the check builds a map of the inputs per request).
+    checkIndices: native === undefined || native.indexBounds.length === 0 ? undefined : (inputs) => native.checkIndices(inputs),
     refused: (rejection, inputs) => (rejection.reason === 'OVER_QUOTA' ? quotaFailure(version, inputs, rejection) : rejection),
   };
   /** One request, one execution: inputs copied once into arena blocks the worker maps. */

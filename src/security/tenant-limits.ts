@@ -164,13 +164,6 @@ interface TenantSlot {
 
 const NOTHING_TO_RELEASE: AdmissionRelease = () => {};
 
-/**
- * Set only by `attach`, for the one constructor call it makes (read and
- * cleared at once, synchronously): the shared state the new limiter views
- * and its shard. So the public constructor keeps the signature embedders use.
- */
-let attaching: { readonly shared: SharedTenantLimits; readonly shard: number } | undefined;
-
 export class TenantLimiter {
   private readonly tenants = new Map<string, TenantSlot>();
   private readonly now: () => number;
@@ -178,11 +171,17 @@ export class TenantLimiter {
   /** Shared mode: the state (for `share`), and this thread's window of refusal counts; undefined: local. */
   private readonly sharing: { readonly data: SharedTenantLimits; readonly counts: Float64Array } | undefined;
 
-  /** Local mode, or with `shards` the main thread's shared limiter (see the file comment). */
-  constructor(specs: readonly TenantLimitSpec[], options: TenantLimiterOptions = {}) {
+  /**
+   * Local mode, or with `shards` the main thread's shared limiter (see the
+   * file comment). `joined` is `attach`'s alone: the shared state another
+   * thread made and this thread's shard.
+   */
+  constructor(
+    specs: readonly TenantLimitSpec[],
+    options: TenantLimiterOptions = {},
+    joined?: { readonly shared: SharedTenantLimits; readonly shard: number },
+  ) {
     this.onRejected = options.onRejected;
-    const joined = attaching;
-    attaching = undefined;
     if (joined === undefined && options.shards === undefined) {
       this.sharing = undefined;
       this.now = options.now ?? (() => performance.now());
@@ -228,28 +227,13 @@ export class TenantLimiter {
     if (!(Number.isSafeInteger(options.shard) && options.shard >= 1 && options.shard < shared.shards)) {
       throw new RangeError(`tenant limits: 'shard': expected an integer in 1..${shared.shards - 1}, got ${String(options.shard)}`);
     }
-    attaching = { shared, shard: options.shard };
-    try {
-      return new TenantLimiter(shared.specs, { now: options.now, onRejected: options.onRejected });
-    } finally {
-      attaching = undefined;
-    }
+    return new TenantLimiter(shared.specs, { now: options.now, onRejected: options.onRejected }, { shared, shard: options.shard });
   }
 
   /** What `attach` takes on another thread; throws for a local limiter (its state is this thread's alone). */
   share(): SharedTenantLimits {
     if (this.sharing === undefined) throw new Error('tenant limits: share() needs a shared limiter (the shards option); this one is local to its thread');
     return this.sharing.data;
-  }
-
-  /** Whether the limits are held in shared memory (any thread may attach). */
-  get isShared(): boolean {
-    return this.sharing !== undefined;
-  }
-
-  /** Whether `tenant` has a rate or in-flight limit. */
-  limits(tenant: string): boolean {
-    return this.tenants.has(tenant);
   }
 
   /** Whether any tenant has a limit (a server without any skips admission entirely). */

@@ -58,6 +58,7 @@ export class DoorHttp {
       servesHere: (model, version, caller) => served.serves(model, version, caller),
       handsOn: (err) => err instanceof ForwardToMainThread,
       send: ({ request, response }, body) => forwarding.forward(request, response, body),
+      counted: (outcome) => options.count(outcome === 'answered' ? 'door' : 'main'),
     });
   }
 
@@ -69,13 +70,9 @@ export class DoorHttp {
       this.options.forwarding.handle(request, response);
       return;
     }
-    this.endpoint.infer({ request, response }, target.model, target.version).then(
-      (outcome) => {
-        if (outcome === 'answered') this.options.count('door');
-        else if (outcome === 'handed-on') this.options.count('main');
-        // 'abandoned' and 'refused': no server ran it.
-      },
-      (err: unknown) => answerFailure({ request, response }, path, err, this.options.log, this.options.framing),
+    // Counted by the endpoint (`counted`) before the client can hold its answer; 'abandoned' and 'refused' are not.
+    this.endpoint.infer({ request, response }, target.model, target.version).catch((err: unknown) =>
+      answerFailure({ request, response }, path, err, this.options.log, this.options.framing),
     );
   };
 

@@ -36,22 +36,19 @@ import { service as healthService } from 'grpc-health-check';
 import pino from 'pino';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
-  GRPCInferenceService,
   ModelInferRequestSchema,
   ModelInferResponseSchema,
   type ModelInferRequest,
   type ModelInferResponse,
   type ModelStreamInferResponse,
 } from '../generated/grpc_service_pb.js';
-import { status, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import { status, type MethodDefinition, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { ServingError, toServiceError } from '../common/serving-error.js';
 import { AccessLog } from '../observability/access-log.js';
 import { DoorInference, ForwardToMainThread } from '../inference/door-inference.js';
 import type { InferContext, InferencePath } from '../inference/infer-context.js';
 import { serveModelStream } from './handlers/model-stream-infer.js';
 import { contextOf } from './handlers/infer-handlers.js';
-import { prescanInferRequest } from './infer-request-prescan.js';
-import { decodeModelInferRequest } from './infer-request-decoding.js';
 import { REQUEST_ID_HEADER, trailersFor } from './request-context.js';
 import { RefusalLog } from '../observability/refusal-log.js';
 import { doorGates } from '../security/caller.js';
@@ -62,7 +59,7 @@ import { GrpcAdmission } from './admission.js';
 import { GrpcForwarding, HttpForwarding, passThroughDefinition } from './door-forwarding.js';
 import { DOOR_COUNTERS, newDoorCounters, type DoorThreadSettings, type FromDoorMessage, type ToDoorMessage } from './door-thread-settings.js';
 import { grpcBodyIdleInterceptors } from './grpc-body-idle.js';
-import { serviceDefinitionFor } from './grpc-service-definition.js';
+import { inferenceServiceDefinition, UndecodedMessage } from './grpc-service-definition.js';
 import { watchHttp2Preface } from './grpc-listener.js';
 import { answerExpectContinue } from './http/body-reader.js';
 import { httpBodyLimits } from './http/rest-server.js';
@@ -106,11 +103,11 @@ function grpcDoor(forwardPath: string, tls: ServerTls | undefined) {
   });
   const forwarding = new GrpcForwarding(forwardPath, settings.maxMessageBytes);
   // Typed as the main thread's (the same prescan guard): ModelStreamInfer's messages are decoded here.
-  const typed = serviceDefinitionFor(GRPCInferenceService, { guards: new Map([[ModelInferRequestSchema.typeName, prescanInferRequest]]) });
+  const typed = inferenceServiceDefinition();
   const inference = { ...passThroughDefinition(typed), ModelStreamInfer: typed.ModelStreamInfer! };
   admission.register(inference);
   const handlers = forwarding.handlers(inference);
-  handlers.ModelInfer = servedHere(handlers.ModelInfer as ForwardedUnary, typed.ModelInfer!.responseSerialize);
+  handlers.ModelInfer = servedHere(handlers.ModelInfer as ForwardedUnary, typed.ModelInfer as MethodDefinition<ModelInferRequest, ModelInferResponse>);
   handlers.ModelStreamInfer = streamedHere(forwarding);
   server.addService(inference, handlers);
   const health = passThroughDefinition(healthService);
@@ -156,13 +153,15 @@ const served = new DoorInference({
  * A request the prescan or the decoder refuses is forwarded too: the main
  * thread answers it with its own status and message.
  */
-function servedHere(forward: ForwardedUnary, serialize: (response: ModelInferResponse) => Buffer): ForwardedUnary {
+function servedHere(forward: ForwardedUnary, typed: MethodDefinition<ModelInferRequest, ModelInferResponse>): ForwardedUnary {
   return (call, callback) => {
     let request: ModelInferRequest;
     let context: InferContext;
     try {
-      prescanInferRequest(call.request);
-      request = decodeModelInferRequest(call.request);
+      // The main thread's own decoding (the prescan guard, then the decoder): a refusal is the main thread's to answer.
+      const decoded = typed.requestDeserialize(call.request) as ModelInferRequest | UndecodedMessage;
+      if (decoded instanceof UndecodedMessage) throw decoded.refusal;
+      request = decoded;
       context = contextOf(call as unknown as ServerUnaryCall<ModelInferRequest, ModelInferResponse>);
     } catch {
       counts[DOOR_COUNTERS.forwarded]! += 1;
@@ -172,7 +171,7 @@ function servedHere(forward: ForwardedUnary, serialize: (response: ModelInferRes
     served.infer(request, context).then(
       (response) => {
         counts[DOOR_COUNTERS.servedInDoor]! += 1;
-        callback(null, serialize(response), trailersFor(context));
+        callback(null, typed.responseSerialize(response), trailersFor(context));
       },
       (err: unknown) => {
         if (err instanceof ForwardToMainThread) {
@@ -383,7 +382,6 @@ port.on('message', (message: ToDoorMessage) => {
       return;
     case 'catalog':
       served.update(message.catalog);
-      post({ type: 'catalog-taken', generation: message.catalog.generation, served: served.served.length });
       return;
     case 'drain':
       draining = true;

@@ -109,6 +109,4 @@ export type FromDoorMessage =
   /** Every call the door had open finished (after 'drain'). */
   | { readonly type: 'drained' }
   /** A batch of the door's requests on `model` `version` failed on the device: the main thread moves the version to CPU. */
-  | { readonly type: 'device-fault'; readonly report: DeviceFaultReport }
-  /** Catalog `generation` is the one served from now on; `served`: the versions it lists that this thread serves. */
-  | { readonly type: 'catalog-taken'; readonly generation: number; readonly served: number };
+  | { readonly type: 'device-fault'; readonly report: DeviceFaultReport };

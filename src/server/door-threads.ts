@@ -90,8 +90,6 @@ interface Slot {
   readonly open: Map<number, () => void>;
   connections: number;
   drained: (() => void) | undefined;
-  /** The generation of the last catalog this thread took (-1: none yet). */
-  catalogGeneration: number;
   /** The thread's ModelInfer counts (DOOR_COUNTERS layout), written by the thread, kept for its replacement. */
   readonly counters: SharedArrayBuffer;
 }
@@ -135,16 +133,6 @@ export class FrontDoorThreads {
     const catalog = catalogOf(this.count);
     for (const slot of this.slots) if (slot.live) this.post(slot, { type: 'catalog', catalog });
     if (catalog.forwarded.length > 0) this.log.debug({ forwarded: catalog.forwarded }, 'versions the door threads forward to the main thread');
-  }
-
-  /** Resolves once every live door thread serves from a catalog built by now (tests, and the bench's readiness). */
-  async catalogTaken(): Promise<void> {
-    this.publish();
-    const wanted = new Map(this.slots.map((slot) => [slot, slot.catalogGeneration] as const));
-    const deadline = Date.now() + 10_000;
-    while (this.slots.some((slot) => slot.live && slot.catalogGeneration <= (wanted.get(slot) ?? -1)) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
   }
 
   /** The acceptor's hand-off: the next door thread takes the descriptor. */
@@ -233,7 +221,6 @@ export class FrontDoorThreads {
       open: new Map(),
       connections,
       drained: undefined,
-      catalogGeneration: -1,
       counters,
     };
     // A thread that fails before it is ready fails start(); later, replacement handles it.
@@ -249,9 +236,6 @@ export class FrontDoorThreads {
         }
         case 'device-fault':
           this.hooks.onDeviceFault?.(message.report);
-          return;
-        case 'catalog-taken':
-          slot.catalogGeneration = Math.max(slot.catalogGeneration, message.generation);
           return;
         case 'closed':
           slot.open.get(message.id)?.();

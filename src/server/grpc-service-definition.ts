@@ -19,7 +19,8 @@
  */
 import { fromBinary, toBinary, type DescMessage, type DescService } from '@bufbuild/protobuf';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
-import { ModelInferRequestSchema, ModelInferResponseSchema, ModelStreamInferResponseSchema } from '../generated/grpc_service_pb.js';
+import { GRPCInferenceService, ModelInferRequestSchema, ModelInferResponseSchema, ModelStreamInferResponseSchema } from '../generated/grpc_service_pb.js';
+import { prescanInferRequest } from './infer-request-prescan.js';
 import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoding.js';
 import { decodeModelInferRequest } from './infer-request-decoding.js';
 
@@ -34,6 +35,15 @@ export class UndecodedMessage {
 export interface ServiceDefinitionOptions {
   /** Guards by request type name (e.g. 'inference.ModelInferRequest'). */
   readonly guards?: ReadonlyMap<string, MessageGuard>;
+}
+
+/**
+ * GRPCInferenceService as both gRPC doors serve it (the main thread's, and a
+ * front-door thread's for the requests it decodes): ModelInferRequest bytes
+ * are pre-scanned before decoding (bounded decoding, infer-request-prescan.ts).
+ */
+export function inferenceServiceDefinition(): ServiceDefinition {
+  return serviceDefinitionFor(GRPCInferenceService, { guards: new Map([[ModelInferRequestSchema.typeName, prescanInferRequest]]) });
 }
 
 export function serviceDefinitionFor(service: DescService, options: ServiceDefinitionOptions = {}): ServiceDefinition {

@@ -263,11 +263,6 @@ export class HotpathServer {
     return ports;
   }
 
-  /** Resolves once every front-door thread serves from the door catalog as it is now (tests, benchmarks). */
-  doorCatalogTaken(): Promise<void> {
-    return this.doors.doorCatalogTaken();
-  }
-
   /** Keeps grpc.health.v1 in step with ServerReady. */
   refreshHealth(): void {
     this.health.refresh();

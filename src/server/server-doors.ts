@@ -20,7 +20,6 @@ import path from 'node:path';
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { GRPCInferenceService, ModelInferRequestSchema } from '../generated/grpc_service_pb.js';
 import type { ModelManager } from '../repository/model-manager.js';
 import { createMetricsHttpServer } from '../observability/metrics-http.js';
 import type { ServerMetrics } from '../observability/metrics.js';
@@ -32,8 +31,7 @@ import { connectionCaps, DOOR_LIMIT_DEFAULTS } from '../security/door-limits.js'
 import { doorGates, logAccess, type CallGate, type Caller } from '../security/caller.js';
 import type { RouteService } from '../inference/routing/route-service.js';
 import type { RoutedInference } from '../inference/routing/routed-inference.js';
-import { serviceDefinitionFor } from './grpc-service-definition.js';
-import { prescanInferRequest } from './infer-request-prescan.js';
+import { inferenceServiceDefinition } from './grpc-service-definition.js';
 import { inferHandlers } from './handlers/infer-handlers.js';
 import { repositoryHandlers } from './handlers/repository-handlers.js';
 import { serverHandlers } from './handlers/server-handlers.js';
@@ -165,10 +163,7 @@ export class ServerDoors {
       refusals: new RefusalLog(options.logger.child({ component: 'auth' })),
       limits: parts.limits,
     });
-    // ModelInferRequest bytes are pre-scanned before decoding (bounded decoding, infer-request-prescan.ts).
-    const definition = serviceDefinitionFor(GRPCInferenceService, {
-      guards: new Map([[ModelInferRequestSchema.typeName, prescanInferRequest]]),
-    });
+    const definition = inferenceServiceDefinition();
     this.grpcAdmission.register(definition);
     this.grpc.addService(definition, this.protocol);
     parts.grpcHealth.addToServer({
@@ -346,11 +341,6 @@ export class ServerDoors {
   /** The door catalog may have changed: the front-door threads get it now (nothing without them). */
   publishDoorCatalog(): void {
     this.doorThreads?.threads.publish();
-  }
-
-  /** Resolves once every front-door thread serves from the catalog as it is now (at once without them). */
-  async doorCatalogTaken(): Promise<void> {
-    await this.doorThreads?.threads.catalogTaken();
   }
 
   /** The door threads, their private sockets and folder (after the drain, or a failed start). */

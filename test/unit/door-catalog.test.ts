@@ -61,6 +61,7 @@ function sources(versions: ModelVersion[], overrides: Partial<DoorCatalogSources
     routeNames: () => [],
     faultInjection: false,
     doors: 2,
+    keepGate: () => {},
     shareStatistics: () => ({ buffer: new SharedArrayBuffer(8), shards: 3, batchSlots: 8, stride: 1 }),
     shareMetrics: () => undefined,
     ...overrides,
@@ -70,7 +71,8 @@ function sources(versions: ModelVersion[], overrides: Partial<DoorCatalogSources
 describe('buildDoorCatalog', () => {
   it('lists a READY version on a natively fed batcher, with what a door thread needs', () => {
     const version = fakeVersion({ model: 'ctr' });
-    const catalog = buildDoorCatalog(sources([version]), 7);
+    const kept: SharedGate[] = [];
+    const catalog = buildDoorCatalog(sources([version], { keepGate: (gate) => kept.push(gate) }), 7);
     expect(catalog.generation).toBe(7);
     expect(catalog.forwarded).toEqual([]);
     expect(catalog.versions).toHaveLength(1);
@@ -80,6 +82,8 @@ describe('buildDoorCatalog', () => {
     // The version's own gate, sized for the door threads.
     expect(entry.gate).toBe(version.doorGate(2)!.buffer);
     expect(new SharedGate(entry.gate).doors).toBe(2);
+    // The owner keeps the listed gate (to forget a dead door in it, even once the version leaves the lists).
+    expect(kept).toEqual([version.doorGate(2)]);
     expect(catalog.latest).toEqual({ ctr: '1' });
   });
 

@@ -60,6 +60,13 @@ export interface InferHandOff {
    * the request.
    */
   send(exchange: Exchange, body?: Buffer): boolean;
+  /**
+   * Called once per admitted request, before the client can hold its answer:
+   * right before an answer made here is sent ('answered'), or once the
+   * request was sent on ('handed-on'). So a count kept here is in any scrape
+   * the client makes after its answer.
+   */
+  counted(outcome: 'answered' | 'handed-on'): void;
 }
 
 /**
@@ -91,9 +98,10 @@ export class InferEndpoint {
       return 'refused';
     }
     if (this.handOff !== undefined && !this.handOff.servesHere(modelName, modelVersion, caller)) {
-      return this.handOff.send({ request, response }) ? 'handed-on' : 'abandoned';
+      return this.handedOn(this.handOff.send({ request, response }));
     }
     let held: HeldBody | undefined;
+    let counted = false;
     try {
       const headerLength = inferenceHeaderLength(request);
       held = await readHeldBody({ request, response }, this.bodies, headerLength ?? Infinity);
@@ -114,6 +122,8 @@ export class InferEndpoint {
         METHOD,
       );
       const { json, binary } = encodeInferResponse(answer, decoded.outputs);
+      counted = true;
+      this.handOff?.counted('answered');
       // As Triton: the header and octet-stream only when binary bytes follow the JSON.
       if (binary.some((part) => part.byteLength > 0)) {
         sendBody(response, 200, 'application/octet-stream', [json, ...binary], {
@@ -131,11 +141,19 @@ export class InferEndpoint {
         // The other server charges the body to the budget as it reads it: held here too, it would count twice
         // (compressed and inflated, for a gzip body) and could be refused for its own bytes.
         held.release();
-        return this.handOff.send({ request, response }, held.bytes) ? 'handed-on' : 'abandoned';
+        return this.handedOn(this.handOff.send({ request, response }, held.bytes));
       }
+      if (!counted) this.handOff?.counted('answered');
       sendError(response, err);
       return 'answered';
     }
+  }
+
+  /** A hand-off's outcome: counted once it was sent (before the other server can answer). */
+  private handedOn(sent: boolean): InferOutcome {
+    if (!sent) return 'abandoned';
+    this.handOff?.counted('handed-on');
+    return 'handed-on';
   }
 }
 
